@@ -1,0 +1,153 @@
+"""Build a case's eager model and example inputs, deterministically from its seed."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import torch
+
+from pytest_exportcheck.spec import Case
+from pytest_exportcheck.targets import TargetError, resolve_callable
+
+DTYPES: dict[str, torch.dtype] = {
+    "float32": torch.float32, "float": torch.float32,
+    "float64": torch.float64, "double": torch.float64,
+    "float16": torch.float16, "half": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "int64": torch.int64, "long": torch.int64,
+    "int32": torch.int32, "int": torch.int32,
+    "int16": torch.int16, "int8": torch.int8, "uint8": torch.uint8,
+    "bool": torch.bool,
+    "complex64": torch.complex64, "complex128": torch.complex128,
+}  # fmt: skip
+
+
+class BuildError(Exception):
+    """The case's model or inputs could not be built (a *case error*, not an export one)."""
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    torch.manual_seed(seed)
+    try:
+        import numpy
+    except ImportError:
+        return
+    numpy.random.seed(seed)
+
+
+def build_model(case: Case) -> torch.nn.Module:
+    spec = case.model
+    factory = _resolve(spec.target, case)
+    args = [instantiate(a, case) for a in spec.args]
+    kwargs = {k: instantiate(v, case) for k, v in spec.kwargs.items()}
+    try:
+        model = factory(*args, **kwargs)
+    except Exception as exc:
+        raise BuildError(f"constructing {spec.target} raised {type(exc).__name__}: {exc}") from exc
+    if not isinstance(model, torch.nn.Module):
+        raise BuildError(f"{spec.target} returned a {type(model).__name__}, not a torch.nn.Module")
+    model.train(spec.mode == "train")
+    return model
+
+
+def instantiate(value: Any, case: Case) -> Any:
+    """Hydra-style construction: a mapping with ``_target_`` becomes ``target(*_args_, **rest)``."""
+    if isinstance(value, dict):
+        if "_target_" in value:
+            factory = _resolve(value["_target_"], case)
+            args = [instantiate(a, case) for a in value.get("_args_", [])]
+            kwargs = {
+                k: instantiate(v, case) for k, v in value.items() if k not in ("_target_", "_args_")
+            }
+            try:
+                return factory(*args, **kwargs)
+            except Exception as exc:
+                raise BuildError(
+                    f"constructing {value['_target_']} raised {type(exc).__name__}: {exc}"
+                ) from exc
+        return {k: instantiate(v, case) for k, v in value.items()}
+    if isinstance(value, list):
+        return [instantiate(v, case) for v in value]
+    return value
+
+
+def build_inputs(case: Case) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    spec = case.inputs
+    if "factory" in spec:
+        factory = _resolve(spec["factory"], case)
+        try:
+            produced = factory(**dict(spec.get("kwargs", {})))
+        except Exception as exc:
+            raise BuildError(
+                f"input factory {spec['factory']} raised {type(exc).__name__}: {exc}"
+            ) from exc
+        if (
+            not isinstance(produced, (tuple, list))
+            or len(produced) != 2
+            or not isinstance(produced[0], (tuple, list))
+            or not isinstance(produced[1], dict)
+        ):
+            raise BuildError(
+                f"input factory {spec['factory']} must return (args, kwargs), "
+                f"got {type(produced).__name__}"
+            )
+        return tuple(produced[0]), dict(produced[1])
+    args = tuple(input_value(v) for v in spec.get("args", []))
+    kwargs = {k: input_value(v) for k, v in spec.get("kwargs", {}).items()}
+    return args, kwargs
+
+
+def input_value(value: Any) -> Any:
+    """One YAML input value → the Python/torch value handed to ``forward``."""
+    if isinstance(value, list):
+        return [input_value(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if "shape" in value:
+        return make_tensor(value)
+    if "data" in value:
+        dtype = DTYPES[value["dtype"]] if "dtype" in value else None
+        return torch.tensor(value["data"], dtype=dtype)
+    if "tuple" in value:
+        return tuple(input_value(v) for v in value["tuple"])
+    if "dict" in value:
+        return {k: input_value(v) for k, v in value["dict"].items()}
+    return {k: input_value(v) for k, v in value.items()}
+
+
+def make_tensor(spec: dict[str, Any]) -> torch.Tensor:
+    shape = tuple(spec["shape"])
+    dtype = DTYPES[spec.get("dtype", "float32")]
+    floating = dtype.is_floating_point or dtype.is_complex
+    init = spec.get("init", "randn" if floating else "randint")
+    if init == "randn":
+        tensor = torch.randn(shape, dtype=dtype)
+    elif init == "rand":
+        low, high = spec.get("low", 0.0), spec.get("high", 1.0)
+        tensor = torch.rand(shape, dtype=dtype) * (high - low) + low
+    elif init == "randint":
+        high = spec.get("high", 2) if dtype == torch.bool else spec["high"]
+        tensor = torch.randint(int(spec.get("low", 0)), int(high), shape, dtype=dtype)
+    elif init == "zeros":
+        tensor = torch.zeros(shape, dtype=dtype)
+    elif init == "ones":
+        tensor = torch.ones(shape, dtype=dtype)
+    elif init == "arange":
+        numel = 1
+        for size in shape:
+            numel *= size
+        tensor = torch.arange(numel).to(dtype).reshape(shape)
+    elif init == "full":
+        tensor = torch.full(shape, spec["value"], dtype=dtype)
+    else:  # pragma: no cover - the schema's enum makes this unreachable
+        raise BuildError(f"unknown init {init!r}")
+    return tensor.requires_grad_(bool(spec.get("requires_grad", False)))
+
+
+def _resolve(target: str, case: Case) -> Any:
+    try:
+        return resolve_callable(target, case.base_dir)
+    except TargetError as exc:
+        raise BuildError(str(exc)) from exc

@@ -1,0 +1,143 @@
+"""hierarchy: ``torch.export.unflatten`` gives back the eager module tree.
+
+Eager ``Net`` with ``self.block = Block()`` (holding ``self.lin``) called once
+becomes::
+
+    UnflattenedModule            graph: x -> call_module[block] -> out
+      block: InterpreterModule   graph: x -> call_module[lin] -> out
+        lin: InterpreterModule   graph: x, weight, bias -> linear -> out
+
+Verified: unflatten succeeds; ``named_modules(remove_duplicate=False)`` FQNs equal
+eager's in order (or ``expect.modules``); modules shared in eager are shared in
+the result and no others; ``state_dict`` keys and values equal eager's;
+non-persistent buffers stay buffers; each submodule has as many ``call_module``
+nodes as eager made forward calls to it; the module reproduces eager outputs.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import torch
+
+from pytest_exportcheck.capture.record import CaptureRecord
+from pytest_exportcheck.checks.listdiff import list_diff
+from pytest_exportcheck.compare import Tolerance, compare_trees
+from pytest_exportcheck.failures import describe_exception
+from pytest_exportcheck.runs import run_steps
+from pytest_exportcheck.spec import Case
+
+
+def check_hierarchy(case: Case, record: CaptureRecord) -> list[str]:
+    try:
+        unflat = record.fresh_unflattened()
+    except Exception as exc:
+        return [describe_exception(exc, context="torch.export.unflatten raised")]
+    eager = record.subject.pristine_model
+    findings: list[str] = []
+    findings += _module_names(case, eager, unflat)
+    findings += _sharing(eager, unflat)
+    findings += _state(eager, unflat)
+    findings += _call_counts(record, unflat)
+    findings += _outputs(case, record, unflat)
+    return findings
+
+
+def _module_names(case: Case, eager: torch.nn.Module, unflat: torch.nn.Module) -> list[str]:
+    actual = [name for name, _ in unflat.named_modules(remove_duplicate=False) if name]
+    if case.expect.modules is not None:
+        expected, source = case.expect.modules, "expect.modules"
+        source += f" ({case.at(case.expect.modules_line)})"
+    else:
+        expected = [name for name, _ in eager.named_modules(remove_duplicate=False) if name]
+        source = "the eager module tree"
+    if actual == expected:
+        return []
+    return [
+        f"module FQNs after unflatten differ from {source}:\n"
+        + list_diff(expected, actual, names=("expected", "unflattened"))
+    ]
+
+
+def _sharing(eager: torch.nn.Module, unflat: torch.nn.Module) -> list[str]:
+    eager_mods = dict(eager.named_modules(remove_duplicate=False))
+    unflat_mods = dict(unflat.named_modules(remove_duplicate=False))
+    names = [n for n in eager_mods if n and n in unflat_mods]
+    findings = []
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            shared_eager = eager_mods[a] is eager_mods[b]
+            shared_unflat = unflat_mods[a] is unflat_mods[b]
+            if shared_eager and not shared_unflat:
+                findings.append(f"{a!r} and {b!r} are one module in eager but two after unflatten")
+            elif shared_unflat and not shared_eager:
+                findings.append(f"{a!r} and {b!r} are two modules in eager but one after unflatten")
+    return findings
+
+
+def _state(eager: torch.nn.Module, unflat: torch.nn.Module) -> list[str]:
+    expected = eager.state_dict()
+    actual = unflat.state_dict()
+    findings = []
+    missing = [k for k in expected if k not in actual]
+    extra = [k for k in actual if k not in expected]
+    if missing:
+        findings.append(f"state_dict keys missing after unflatten: {', '.join(missing)}")
+    if extra:
+        findings.append(f"state_dict keys only after unflatten: {', '.join(extra)}")
+    for key in expected.keys() & actual.keys():
+        problems = compare_trees(
+            expected[key], actual[key], tolerance=Tolerance(0.0, 0.0),
+            root=f"state_dict[{key!r}]", names=("eager", "unflattened"),
+        )  # fmt: skip
+        findings += problems
+    unflat_buffers = {name for name, _ in unflat.named_buffers(remove_duplicate=False)}
+    for name, _ in eager.named_buffers(remove_duplicate=False):
+        if name in expected:
+            continue
+        if name not in unflat_buffers:
+            findings.append(f"non-persistent buffer {name!r} is not a buffer after unflatten")
+        elif name in actual:
+            findings.append(f"non-persistent buffer {name!r} became persistent after unflatten")
+    return findings
+
+
+def _call_counts(record: CaptureRecord, unflat: torch.nn.Module) -> list[str]:
+    """``call_module`` nodes per submodule vs eager forward calls (forward hooks)."""
+    nodes_per_object: Counter[int] = Counter()
+    for _, module in unflat.named_modules():
+        graph = getattr(module, "graph", None)
+        if not isinstance(graph, torch.fx.Graph):
+            continue
+        for node in graph.nodes:
+            if node.op == "call_module":
+                nodes_per_object[id(module.get_submodule(node.target))] += 1
+    unflat_mods = dict(unflat.named_modules(remove_duplicate=False))
+    eager_calls = record.subject.eager.calls
+    findings = []
+    reported: set[str] = set()
+    for name, calls in eager_calls.items():
+        if name in reported or name not in unflat_mods:
+            continue
+        group = record.subject.module_groups[name]
+        reported.update(group)
+        nodes = nodes_per_object[id(unflat_mods[name])]
+        if nodes != calls:
+            label = " / ".join(repr(n) for n in group)
+            findings.append(
+                f"{label}: eager called it {calls} time(s), the unflattened graph has "
+                f"{nodes} call_module node(s)"
+            )
+    return findings
+
+
+def _outputs(case: Case, record: CaptureRecord, unflat: torch.nn.Module) -> list[str]:
+    tolerance = Tolerance(case.expect.parity.atol, case.expect.parity.rtol)
+    try:
+        (step,) = run_steps(unflat, record.subject.inputs_copy(), steps=1, seed=case.seed)
+    except Exception as exc:
+        return [describe_exception(exc, context="calling the unflattened module raised")]
+    return compare_trees(
+        record.subject.eager.output, step.output, tolerance=tolerance,
+        names=("eager", "unflattened"),
+    )  # fmt: skip

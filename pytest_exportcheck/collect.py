@@ -1,0 +1,129 @@
+"""YAML case file → one node per case → one item per (capture, check).
+
+Node ids read as ``cases/lm.yaml::tied_lm_head::signature[export]`` and
+``…::parity[export-cpu]``, so ``-k "tied and parity"`` selects naturally. A case
+file or case that cannot be loaded becomes a single failing item (not a
+collection error, which would stop the whole run) that names ``file:line``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from pytest_exportcheck.spec import Case, SpecError, load_case_file
+
+
+class CaseFile(pytest.File):
+    def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
+        try:
+            loaded = load_case_file(self.path)
+        except SpecError as error:
+            yield BrokenCaseItem.from_parent(self, name="load", error=error)
+            return
+        for entry in loaded:
+            if entry.error is not None:
+                yield BrokenCaseItem.from_parent(self, name=entry.name, error=entry.error)
+            else:
+                assert entry.case is not None
+                yield CaseNode.from_parent(self, name=entry.name, case=entry.case)
+
+
+class CaseNode(pytest.Collector):
+    def __init__(self, *, case: Case, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.case = case
+
+    def collect(self) -> Iterator[pytest.Item]:
+        for capture in self.case.captures:
+            for check in self.case.checks:
+                yield CheckItem.from_parent(
+                    self, name=item_name(check, capture), case=self.case, capture=capture,
+                    check=check,
+                )  # fmt: skip
+
+    def reportinfo(self) -> tuple[Any, int, str]:
+        return self.path, self.case.line - 1, self.case.name
+
+
+def item_name(check: str, capture: str, device: str = "cpu") -> str:
+    # Parity is where the device matters; its id says which one ran.
+    return f"{check}[{capture}-{device}]" if check == "parity" else f"{check}[{capture}]"
+
+
+class CheckItem(pytest.Item):
+    """One check of one capture of one case."""
+
+    def __init__(self, *, case: Case, capture: str, check: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.case = case
+        self.capture = capture
+        self.check = check
+        self.case_key = (str(case.path), case.name)
+        self.capture_key = (str(case.path), case.name, capture)
+        self.add_marker(pytest.mark.exportcheck)
+        xfail = case.xfail_for(capture, check)
+        if xfail is not None:
+            self.add_marker(pytest.mark.xfail(reason=xfail.reason, strict=xfail.strict))
+        self.user_properties.append(("exportcheck_case", case.name))
+        self.user_properties.append(("exportcheck_capture", capture))
+        self.user_properties.append(("exportcheck_check", check))
+
+    def runtest(self) -> None:
+        from pytest_exportcheck.checks import CHECKS
+        from pytest_exportcheck.failures import CheckFailure
+
+        record = self._session.capture_for(self)
+        findings = CHECKS[self.check](self.case, record)
+        if findings:
+            raise CheckFailure(self.check, self.capture, findings)
+
+    def teardown(self) -> None:
+        self._session.release(self)
+
+    @property
+    def _session(self) -> Any:
+        return self.config.pluginmanager.get_plugin("exportcheck-session")
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        from pytest_exportcheck.failures import ExportCheckError
+
+        error = excinfo.value
+        if isinstance(error, ExportCheckError):
+            self.user_properties.append(("exportcheck_stage", error.stage))
+            text = f"{self.case.location}: {self.case.name} [{self.capture}]\n{error.render()}"
+            if self.config.get_verbosity() >= 2 and error.__cause__ is not None:
+                text += "\n\n" + _full_traceback(error.__cause__)
+            return text
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Any, int, str]:
+        return self.path, self.case.line - 1, f"{self.case.name}::{self.name}"
+
+
+class BrokenCaseItem(pytest.Item):
+    """A case file or case that cannot be loaded: fails with the spec error, at its line."""
+
+    def __init__(self, *, error: SpecError, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.error = error
+        self.user_properties.append(("exportcheck_stage", "case"))
+
+    def runtest(self) -> None:
+        raise self.error
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        if isinstance(excinfo.value, SpecError):
+            return f"[case] {excinfo.value}"
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Any, int, str]:
+        return self.path, (self.error.line or 1) - 1, f"{self.name} (invalid case)"
+
+
+def _full_traceback(exc: BaseException) -> str:
+    import traceback
+
+    return "".join(traceback.format_exception(exc)).rstrip()

@@ -1,0 +1,140 @@
+"""What can go wrong with a case, by stage, and how each is told to the user.
+
+Stages, in the order a case meets them:
+
+* ``case``    — the YAML case, its model target or its inputs cannot be built;
+* ``eager``   — the eager model's own forward raises (the case is wrong, not export);
+* ``capture`` — torch.export (or another capture path) raises;
+* ``<check>`` — a check (signature, hierarchy, mutation, parity) found a difference.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+_PACKAGE_DIR = str(Path(__file__).resolve().parent)
+_MESSAGE_LINES = 12
+
+
+class ExportCheckError(Exception):
+    """Base of every failure the plugin reports itself (instead of a raw traceback)."""
+
+    stage = "?"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def render(self) -> str:
+        return f"[{self.stage}] {self.message}"
+
+
+class CaseError(ExportCheckError):
+    stage = "case"
+
+
+class EagerError(ExportCheckError):
+    stage = "eager"
+
+
+class CaptureError(ExportCheckError):
+    stage = "capture"
+
+
+class CheckFailure(ExportCheckError):
+    """A check's findings; ``stage`` is the check's name."""
+
+    def __init__(self, check: str, capture: str, findings: list[str]) -> None:
+        self.stage = check
+        self.findings = findings
+        count = f"{len(findings)} finding{'s' if len(findings) != 1 else ''}"
+        body = "\n".join(f"- {_indent_continuation(f)}" for f in findings)
+        super().__init__(f"{check} check failed for capture {capture!r} ({count}):\n{body}")
+
+
+class DependencyFailed(ExportCheckError):
+    """An item that cannot run because an earlier stage failed (told in full once)."""
+
+    def __init__(self, original: ExportCheckError, first_reported_by: str) -> None:
+        self.stage = original.stage
+        headline = original.message.splitlines()[0]
+        super().__init__(f"{headline}\n(full report on {first_reported_by})")
+
+
+def _indent_continuation(text: str) -> str:
+    return text.replace("\n", "\n  ")
+
+
+@dataclass(frozen=True)
+class UserFrame:
+    filename: str
+    lineno: int
+    name: str
+
+    def render(self) -> str:
+        source = linecache.getline(self.filename, self.lineno).strip()
+        where = f'File "{_short(self.filename)}", line {self.lineno}, in {self.name}'
+        return f"{where}\n    {source}" if source else where
+
+
+def describe_exception(exc: BaseException, *, context: str) -> str:
+    """First lines of ``exc`` plus the innermost frame of user code that raised it.
+
+    Export errors are often hundreds of lines of Dynamo internals; what a user
+    acts on is the exception's headline and the line of *their* model.
+    """
+    lines = [line for line in str(exc).strip().splitlines() if line.strip()]
+    shown = lines[:_MESSAGE_LINES]
+    if len(lines) > _MESSAGE_LINES:
+        shown.append(f"... ({len(lines) - _MESSAGE_LINES} more lines; run with -vv for all)")
+    text = f"{context}: {type(exc).__name__}: " + ("\n".join(shown) or "(no message)")
+    frame = innermost_user_frame(exc.__traceback__)
+    if frame is not None:
+        text += f"\nraised from user code:\n  {frame.render()}"
+    return text
+
+
+def innermost_user_frame(tb: TracebackType | None) -> UserFrame | None:
+    """The deepest traceback frame outside torch, this plugin, pytest and the stdlib."""
+    found = None
+    for frame, lineno in traceback.walk_tb(tb):
+        filename = frame.f_code.co_filename
+        if _is_user_file(filename):
+            found = UserFrame(filename, lineno, frame.f_code.co_name)
+    return found
+
+
+def _is_user_file(filename: str) -> bool:
+    if filename.startswith("<"):
+        return False
+    path = os.path.abspath(filename)
+    if path.startswith(_STDLIB) and not path.startswith(_STDLIB_SITE):
+        return False
+    return not any(path.startswith(root) for root in _library_roots())
+
+
+_STDLIB = os.path.dirname(os.path.abspath(os.__file__)) + os.sep
+_STDLIB_SITE = os.path.join(_STDLIB, "site-packages")
+
+
+def _library_roots() -> list[str]:
+    """Packages whose frames are never "user code": torch, pytest and this plugin."""
+    roots = [_PACKAGE_DIR + os.sep]
+    for name in ("torch", "_pytest", "pluggy", "sympy"):
+        module = sys.modules.get(name)
+        if module is not None and getattr(module, "__file__", None):
+            roots.append(os.path.dirname(os.path.abspath(module.__file__)) + os.sep)
+    return roots
+
+
+def _short(filename: str) -> str:
+    try:
+        return os.path.relpath(filename)
+    except ValueError:
+        return filename

@@ -1,0 +1,83 @@
+"""Copies that keep compared runs from sharing state.
+
+The trap: ``ep.module()``, ``unflatten(ep)`` and ``ep.run_decompositions()`` all
+share parameter and buffer storage with ``ep``, and models mutate their inputs.
+Every run that is compared therefore starts from its own deep copy of the model
+or program and its own clone of the inputs.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import torch
+from torch.utils import _pytree as pytree
+
+T = TypeVar("T")
+
+
+def clone_tree(tree: T) -> T:
+    """Clone every tensor leaf (keeping ``requires_grad``); other leaves are shared."""
+
+    def clone(leaf: Any) -> Any:
+        if isinstance(leaf, torch.Tensor):
+            return leaf.detach().clone().requires_grad_(leaf.requires_grad)
+        return leaf
+
+    return pytree.tree_map(clone, tree)
+
+
+def private_copy(obj: T) -> T:
+    """A deep copy: its tensors share no storage with ``obj``'s."""
+    with quiet_torch_internals():
+        return copy.deepcopy(obj)
+
+
+@contextmanager
+def quiet_torch_internals() -> Iterator[None]:
+    """Silence deprecations torch raises against itself while copying or unflattening.
+
+    Deep-copying an ExportedProgram (also done inside ``ep.module()`` and
+    ``unflatten``) trips torch's own pytree ``LeafSpec`` deprecation: nothing a
+    user of this plugin can act on, and noise in every run's summary.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
+        yield
+
+
+def module_state(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """Every parameter and buffer by every name it has (tied / shared ones repeated)."""
+    state: dict[str, torch.Tensor] = {}
+    for name, param in module.named_parameters(remove_duplicate=False):
+        state[name] = param
+    for name, buffer in module.named_buffers(remove_duplicate=False):
+        state[name] = buffer
+    return state
+
+
+def snapshot_state(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {name: t.detach().clone() for name, t in module_state(module).items()}
+
+
+def flat_inputs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The pytree leaves of ``(args, kwargs)`` with readable paths: ``args[1]['a'][0]``."""
+    leaves, _ = pytree.tree_flatten_with_path((args, kwargs))
+    return [(render_input_path(path), leaf) for path, leaf in leaves]
+
+
+def render_input_path(path: tuple[Any, ...]) -> str:
+    head, *rest = path
+    text = "args" if getattr(head, "idx", None) == 0 else "kwargs"
+    for key in rest:
+        if hasattr(key, "idx"):
+            text += f"[{key.idx}]"
+        elif hasattr(key, "key"):
+            text += f"[{key.key!r}]"
+        else:  # attribute keys of registered dataclasses / namedtuples
+            text += f".{getattr(key, 'name', key)}"
+    return text

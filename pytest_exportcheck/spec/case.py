@@ -1,0 +1,110 @@
+"""Typed, validated cases: what the rest of the plugin reads instead of raw YAML."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ALL_CHECKS: tuple[str, ...] = ("signature", "hierarchy", "mutation", "parity")
+DEFAULT_CAPTURES: tuple[str, ...] = ("export",)
+DEFAULT_MUTATION_STEPS = 3
+DEFAULT_PARITY_STEPS = 1
+
+
+def display_path(path: Path) -> str:
+    """``path`` relative to the working directory when it is below it (as pytest shows ids)."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """How to build the eager model: ``target(*args, **kwargs)`` then ``.eval()``/``.train()``."""
+
+    target: str
+    args: list[Any] = field(default_factory=list)
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    mode: str = "eval"
+
+
+@dataclass(frozen=True)
+class ExpectedPlaceholder:
+    name: str
+    kind: str
+    target: str | None = None
+
+    def render(self) -> str:
+        target = f" -> {self.target}" if self.target is not None else ""
+        return f"{self.name}: {self.kind}{target}"
+
+
+@dataclass(frozen=True)
+class ParityTolerance:
+    """``None`` means: the per-dtype default of ``torch.testing.assert_close``."""
+
+    atol: float | None = None
+    rtol: float | None = None
+    steps: int = DEFAULT_PARITY_STEPS
+
+
+@dataclass(frozen=True)
+class ExpectSpec:
+    """Exact expectations a case may state; invariants are checked without them."""
+
+    placeholders: list[ExpectedPlaceholder] | None = None
+    placeholders_line: int | None = None
+    modules: list[str] | None = None
+    modules_line: int | None = None
+    mutated_buffers: list[str] | None = None
+    mutated_buffers_line: int | None = None
+    parity: ParityTolerance = field(default_factory=ParityTolerance)
+    mutation_steps: int = DEFAULT_MUTATION_STEPS
+
+
+@dataclass(frozen=True)
+class XfailSpec:
+    reason: str
+    captures: tuple[str, ...] | None = None
+    checks: tuple[str, ...] | None = None
+    strict: bool = True
+
+    def applies_to(self, capture: str, check: str) -> bool:
+        return (self.captures is None or capture in self.captures) and (
+            self.checks is None or check in self.checks
+        )
+
+
+@dataclass(frozen=True)
+class Case:
+    """One named case of a case file, validated against ``case.schema.json``."""
+
+    name: str
+    path: Path
+    line: int
+    description: str
+    model: ModelSpec
+    inputs: dict[str, Any]
+    seed: int = 0
+    captures: tuple[str, ...] = DEFAULT_CAPTURES
+    checks: tuple[str, ...] = ALL_CHECKS
+    expect: ExpectSpec = field(default_factory=ExpectSpec)
+    xfails: tuple[XfailSpec, ...] = ()
+
+    @property
+    def location(self) -> str:
+        return f"{display_path(self.path)}:{self.line}"
+
+    def at(self, line: int | None) -> str:
+        """``file:line`` of a line of this case's file (the case's own line if unknown)."""
+        return f"{display_path(self.path)}:{line or self.line}"
+
+    @property
+    def base_dir(self) -> Path:
+        """Where relative ``file.py:Attr`` targets are resolved."""
+        return self.path.parent
+
+    def xfail_for(self, capture: str, check: str) -> XfailSpec | None:
+        return next((x for x in self.xfails if x.applies_to(capture, check)), None)

@@ -1,0 +1,195 @@
+"""Case file → validated :class:`Case` objects, or :class:`SpecError` at ``file:line``.
+
+Errors are kept per case: one broken case must not hide the others of its file.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pytest_exportcheck.spec.case import (
+    ALL_CHECKS,
+    DEFAULT_CAPTURES,
+    DEFAULT_MUTATION_STEPS,
+    DEFAULT_PARITY_STEPS,
+    Case,
+    ExpectedPlaceholder,
+    ExpectSpec,
+    ModelSpec,
+    ParityTolerance,
+    XfailSpec,
+)
+from pytest_exportcheck.spec.errors import SpecError
+from pytest_exportcheck.spec.semantics import semantic_errors
+from pytest_exportcheck.spec.yaml_lines import LineDict, line_of, load_yaml
+
+
+@dataclass(frozen=True)
+class LoadedCase:
+    """A case name with either its validated case or the error that stops it."""
+
+    name: str
+    line: int
+    case: Case | None = None
+    error: SpecError | None = None
+
+
+@cache
+def case_schema() -> dict[str, Any]:
+    """The packaged JSON Schema of the case format (also what editors use)."""
+    text = resources.files("pytest_exportcheck").joinpath("case.schema.json").read_text("utf-8")
+    return json.loads(text)
+
+
+@cache
+def _validator() -> Any:
+    import jsonschema  # deferred: only case collection needs it
+
+    return jsonschema.Draft202012Validator(case_schema())
+
+
+def load_case_file(path: Path) -> list[LoadedCase]:
+    """Load and validate every case of ``path``.
+
+    Raises :class:`SpecError` when the file as a whole is unusable (YAML syntax,
+    no ``cases`` mapping); a problem inside one case is returned with that case.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(f"cannot read case file: {exc}", path) from None
+    try:
+        document = load_yaml(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc)
+        context = getattr(exc, "context", None)
+        detail = f"{context}: {problem}" if context else problem
+        raise SpecError(f"invalid YAML: {detail}", path, line) from None
+
+    if not isinstance(document, LineDict):
+        raise SpecError("a case file is a mapping with a top-level `cases:` key", path, 1)
+
+    errors = list(_validator().iter_errors(document))
+    file_errors = [e for e in errors if len(e.absolute_path) < 2 or e.absolute_path[0] != "cases"]
+    if file_errors:
+        raise _to_spec_error(_best(file_errors), document, path)
+
+    cases = document["cases"]
+    loaded: list[LoadedCase] = []
+    for name, raw in cases.items():
+        line = cases.key_lines[name]
+        case_errors = [e for e in errors if list(e.absolute_path)[:2] == ["cases", name]]
+        if case_errors:
+            error = _to_spec_error(_best(case_errors), document, path)
+            loaded.append(LoadedCase(name, line, error=error))
+            continue
+        problems = semantic_errors(raw)
+        if problems:
+            message, where = problems[0]
+            error = SpecError(message, path, line_of(document, ["cases", name, *where]))
+            loaded.append(LoadedCase(name, line, error=error))
+            continue
+        loaded.append(LoadedCase(name, line, case=_build_case(name, line, raw, path)))
+    return loaded
+
+
+def _best(errors: list[Any]) -> Any:
+    import jsonschema
+
+    return jsonschema.exceptions.best_match(errors)
+
+
+def _to_spec_error(error: Any, document: Any, path: Path) -> SpecError:
+    """Turn a jsonschema error into a message a case author can act on."""
+    where = list(error.absolute_path)
+    dotted = _render_path(where)
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        known = sorted(error.schema.get("properties", {}))
+        unknown = [k for k in error.instance if k not in known]
+        if unknown:
+            key = unknown[0]
+            hint = difflib.get_close_matches(str(key), known, n=1)
+            did_you_mean = f" (did you mean {hint[0]!r}?)" if hint else ""
+            message = (
+                f"unknown key {key!r} in {dotted}{did_you_mean}; allowed: {', '.join(known)}"
+            )
+            return SpecError(message, path, line_of(document, [*where, key]))
+    if error.validator == "propertyNames":
+        message = f"invalid case name {error.instance!r}: use letters, digits and _"
+        return SpecError(message, path, line_of(document, [*where, error.instance]))
+    if error.validator == "enum":
+        allowed = ", ".join(str(v) for v in error.validator_value)
+        message = f"{dotted}: {error.instance!r} is not one of: {allowed}"
+        return SpecError(message, path, line_of(document, where))
+    message = f"{dotted}: {error.message}"
+    return SpecError(message, path, line_of(document, where))
+
+
+def _render_path(where: list[Any]) -> str:
+    """``['cases', 'lm', 'inputs', 'args', 0]`` → ``cases.lm.inputs.args[0]``."""
+    rendered = ""
+    for step in where:
+        rendered += f"[{step}]" if isinstance(step, int) else f".{step}"
+    return rendered.lstrip(".") or "<top level>"
+
+
+def _build_case(name: str, line: int, raw: dict[str, Any], path: Path) -> Case:
+    model = raw["model"]
+    expect = raw.get("expect", {})
+    parity = expect.get("parity", {})
+    xfail_raw = raw.get("xfail", [])
+    xfail_list = xfail_raw if isinstance(xfail_raw, list) else [xfail_raw]
+    placeholders = expect.get("placeholders")
+    return Case(
+        name=name,
+        path=path,
+        line=line,
+        description=raw["description"],
+        model=ModelSpec(
+            target=model["target"],
+            args=list(model.get("args", [])),
+            kwargs=dict(model.get("kwargs", {})),
+            mode=model.get("mode", "eval"),
+        ),
+        inputs=raw["inputs"],
+        seed=raw.get("seed", 0),
+        captures=tuple(raw.get("captures", DEFAULT_CAPTURES)),
+        checks=tuple(c for c in ALL_CHECKS if c in raw.get("checks", ALL_CHECKS)),
+        expect=ExpectSpec(
+            placeholders=None
+            if placeholders is None
+            else [ExpectedPlaceholder(p["name"], p["kind"], p.get("target")) for p in placeholders],
+            placeholders_line=getattr(placeholders, "line", None),
+            modules=None if "modules" not in expect else list(expect["modules"]),
+            modules_line=getattr(expect.get("modules"), "line", None),
+            mutated_buffers=None
+            if "mutated_buffers" not in expect
+            else list(expect["mutated_buffers"]),
+            mutated_buffers_line=getattr(expect.get("mutated_buffers"), "line", None),
+            parity=ParityTolerance(
+                atol=parity.get("atol"),
+                rtol=parity.get("rtol"),
+                steps=parity.get("steps", DEFAULT_PARITY_STEPS),
+            ),
+            mutation_steps=expect.get("mutation", {}).get("steps", DEFAULT_MUTATION_STEPS),
+        ),
+        xfails=tuple(
+            XfailSpec(
+                reason=x["reason"],
+                captures=tuple(x["captures"]) if "captures" in x else None,
+                checks=tuple(x["checks"]) if "checks" in x else None,
+                strict=x.get("strict", True),
+            )
+            for x in xfail_list
+        ),
+    )

@@ -1,0 +1,104 @@
+"""Rules of the case format that JSON Schema cannot say (cross-field constraints).
+
+Each rule returns ``(message, path inside the case)`` so the error lands on the
+right line. Tensor specs are checked here, at collection, rather than when the
+tensor is built: an author learns about ``high`` missing before torch is loaded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from pytest_exportcheck.spec.case import ALL_CHECKS, DEFAULT_CAPTURES
+
+Problem = tuple[str, list[Any]]
+
+FLOAT_DTYPES = {"float32", "float64", "float16", "bfloat16", "float", "double", "half"}
+COMPLEX_DTYPES = {"complex64", "complex128"}
+# Largest tensor a case may ask for; beyond it a typo (an extra 0) would swap the machine.
+MAX_TENSOR_ELEMENTS = 1 << 28
+
+
+def semantic_errors(case: dict[str, Any]) -> list[Problem]:
+    problems = list(_xfail_scope(case))
+    inputs = case.get("inputs", {})
+    if "factory" not in inputs:
+        for index, value in enumerate(inputs.get("args", [])):
+            problems.extend(_tensor_specs(value, ["inputs", "args", index]))
+        for key, value in inputs.get("kwargs", {}).items():
+            problems.extend(_tensor_specs(value, ["inputs", "kwargs", key]))
+    return problems
+
+
+def _xfail_scope(case: dict[str, Any]) -> Iterator[Problem]:
+    xfails = case.get("xfail", [])
+    xfails = xfails if isinstance(xfails, list) else [xfails]
+    captures = case.get("captures", list(DEFAULT_CAPTURES))
+    checks = case.get("checks", list(ALL_CHECKS))
+    for index, xfail in enumerate(xfails):
+        where: list[Any] = ["xfail", index] if isinstance(case.get("xfail"), list) else ["xfail"]
+        for capture in xfail.get("captures", []):
+            if capture not in captures:
+                yield (
+                    f"xfail names capture {capture!r}, which this case does not run "
+                    f"(captures: {', '.join(captures)})",
+                    [*where, "captures"],
+                )
+        for check in xfail.get("checks", []):
+            if check not in checks:
+                yield (
+                    f"xfail names check {check!r}, which this case does not run "
+                    f"(checks: {', '.join(checks)})",
+                    [*where, "checks"],
+                )
+
+
+def _tensor_specs(value: Any, where: list[Any]) -> Iterator[Problem]:
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _tensor_specs(item, [*where, index])
+    elif isinstance(value, dict):
+        if "shape" in value:
+            yield from _tensor_spec(value, where)
+        elif "tuple" in value:
+            yield from _tensor_specs(value["tuple"], [*where, "tuple"])
+        elif "dict" in value:
+            for key, item in value["dict"].items():
+                yield from _tensor_specs(item, [*where, "dict", key])
+        elif "data" not in value:
+            for key, item in value.items():
+                yield from _tensor_specs(item, [*where, key])
+
+
+def _tensor_spec(spec: dict[str, Any], where: list[Any]) -> Iterator[Problem]:
+    dtype = spec.get("dtype", "float32")
+    is_float = dtype in FLOAT_DTYPES or dtype in COMPLEX_DTYPES
+    init = spec.get("init", "randn" if is_float else "randint")
+    numel = 1
+    for size in spec["shape"]:
+        numel *= size
+    if numel > MAX_TENSOR_ELEMENTS:
+        yield (
+            f"tensor of shape {spec['shape']} has {numel} elements, over the limit of "
+            f"{MAX_TENSOR_ELEMENTS}",
+            [*where, "shape"],
+        )
+    if init in ("randn", "rand") and not is_float:
+        yield (f"init {init!r} needs a floating dtype, not {dtype!r}", [*where, "init"])
+    if init == "randint":
+        if dtype == "bool":
+            return
+        if "high" not in spec:
+            yield ("init 'randint' needs `high` (exclusive upper bound)", where)
+        elif spec.get("low", 0) >= spec["high"]:
+            yield (f"low ({spec.get('low', 0)}) must be below high ({spec['high']})", where)
+    elif "low" in spec or "high" in spec:
+        if init != "rand":
+            yield (f"`low`/`high` apply to init 'randint' or 'rand', not {init!r}", where)
+        elif spec.get("low", 0) >= spec.get("high", 1):
+            yield ("low must be below high", where)
+    if init == "full" and "value" not in spec:
+        yield ("init 'full' needs `value`", where)
+    if init != "full" and "value" in spec:
+        yield (f"`value` applies to init 'full', not {init!r}", [*where, "value"])

@@ -1,0 +1,95 @@
+"""A safe YAML loader that remembers where every mapping and key came from.
+
+PyYAML's ``SafeLoader`` forgets source positions and silently keeps the last of
+two duplicate keys. Case files are written by hand, so both matter: every
+message we print points at ``file:line``, and a duplicated case name must not
+hide the first case.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+
+class LineDict(dict):
+    """A ``dict`` from YAML that knows the line of itself and of each key (1-based)."""
+
+    line: int
+    key_lines: dict[Any, int]
+
+
+class LineList(list):
+    """A ``list`` from YAML that knows the line of itself and of each item (1-based)."""
+
+    line: int
+    item_lines: list[int]
+
+
+class DuplicateKeyError(yaml.MarkedYAMLError):
+    """Raised for a key that appears twice in one mapping."""
+
+
+class LineLoader(yaml.SafeLoader):
+    """``SafeLoader`` building :class:`LineDict` / :class:`LineList` with positions."""
+
+    def construct_line_mapping(self, node: yaml.MappingNode, deep: bool = False) -> LineDict:
+        self.flatten_mapping(node)
+        mapping = LineDict()
+        mapping.line = node.start_mark.line + 1
+        mapping.key_lines = {}
+        for key_node, value_node in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                hash(key)
+            except TypeError:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping", node.start_mark,
+                    "found an unhashable key", key_node.start_mark,
+                ) from None
+            if key in mapping:
+                first = mapping.key_lines[key]
+                raise DuplicateKeyError(
+                    "while constructing a mapping", node.start_mark,
+                    f"found duplicate key {key!r} (first defined on line {first})",
+                    key_node.start_mark,
+                )
+            mapping[key] = self.construct_object(value_node, deep=True)
+            mapping.key_lines[key] = key_node.start_mark.line + 1
+        return mapping
+
+    def construct_line_sequence(self, node: yaml.SequenceNode, deep: bool = False) -> LineList:
+        items = LineList(self.construct_object(child, deep=True) for child in node.value)
+        items.line = node.start_mark.line + 1
+        items.item_lines = [child.start_mark.line + 1 for child in node.value]
+        return items
+
+
+LineLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, LineLoader.construct_line_mapping
+)
+LineLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, LineLoader.construct_line_sequence
+)
+
+
+def load_yaml(text: str) -> Any:
+    """Parse one YAML document safely, keeping line numbers. Raises ``yaml.YAMLError``."""
+    return yaml.load(text, Loader=LineLoader)
+
+
+def line_of(document: Any, path: list[Any] | tuple[Any, ...]) -> int | None:
+    """The line of the deepest node of ``document`` along ``path`` (keys / indexes)."""
+    node = document
+    line = getattr(node, "line", None)
+    for step in path:
+        if isinstance(node, LineDict) and step in node:
+            line = node.key_lines.get(step, line)
+            node = node[step]
+        elif isinstance(node, LineList) and isinstance(step, int) and 0 <= step < len(node):
+            line = node.item_lines[step]
+            node = node[step]
+        else:
+            break
+    return line

@@ -1,0 +1,152 @@
+"""The eager side of a case: a pristine model and inputs, and what eager really does.
+
+A :class:`Subject` is built once per case and process. Nothing ever runs the
+pristine model or inputs: runs use copies (see ``isolation.py``), so every
+capture and check starts from the same state.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import torch
+
+from pytest_exportcheck.build import BuildError, build_inputs, build_model, seed_everything
+from pytest_exportcheck.failures import CaseError, EagerError, describe_exception
+from pytest_exportcheck.isolation import (
+    clone_tree,
+    flat_inputs,
+    module_state,
+    private_copy,
+    snapshot_state,
+)
+from pytest_exportcheck.spec import Case
+
+Inputs = tuple[tuple[Any, ...], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class EagerObservation:
+    """What one eager call on a private copy showed.
+
+    ``calls`` counts forward calls per module *object*, keyed by every FQN the
+    object has, so a submodule shared under two names reports one count twice.
+    """
+
+    output: Any
+    calls: dict[str, int]
+    mutated_state: frozenset[str]
+    mutated_inputs: frozenset[str]
+
+
+class Subject:
+    def __init__(self, case: Case) -> None:
+        self.case = case
+        seed_everything(case.seed)
+        try:
+            self._model = build_model(case)
+            self._inputs: Inputs = build_inputs(case)
+        except BuildError as exc:
+            raise CaseError(f"{case.location}: {exc}") from exc
+        except Exception as exc:  # a model file that raises on import, a bad _target_ ...
+            raise CaseError(describe_exception(exc, context=f"{case.location}: building")) from exc
+        try:
+            private_copy(self._model)
+        except Exception as exc:
+            raise CaseError(
+                f"{case.location}: the model cannot be deep-copied ({type(exc).__name__}: {exc});"
+                " every compared run needs its own copy"
+            ) from exc
+
+    @property
+    def pristine_model(self) -> torch.nn.Module:
+        """Read only: the model as built. Never call it; use :meth:`model_copy`."""
+        return self._model
+
+    @property
+    def pristine_inputs(self) -> Inputs:
+        """Read only: the inputs as built. Never pass them; use :meth:`inputs_copy`."""
+        return self._inputs
+
+    def model_copy(self) -> torch.nn.Module:
+        return private_copy(self._model)
+
+    def inputs_copy(self) -> Inputs:
+        return clone_tree(self._inputs)
+
+    @cached_property
+    def flat_inputs(self) -> list[tuple[str, Any]]:
+        return flat_inputs(*self._inputs)
+
+    @cached_property
+    def eager(self) -> EagerObservation:
+        """Run eager once, counting module calls and diffing state and inputs."""
+        model = self.model_copy()
+        args, kwargs = self.inputs_copy()
+        before_state = snapshot_state(model)
+        before_inputs = dict(flat_inputs(*clone_tree((args, kwargs))))
+        objects_called: Counter[int] = Counter()
+        handles = [
+            module.register_forward_hook(
+                lambda mod, _args, _out: objects_called.update([id(mod)])
+            )
+            for module in model.modules()
+        ]
+        seed_everything(self.case.seed)
+        try:
+            with torch.no_grad():
+                output = model(*args, **kwargs)
+        except Exception as exc:
+            raise EagerError(
+                describe_exception(exc, context=f"{self.case.location}: the eager forward raised")
+            ) from exc
+        finally:
+            for handle in handles:
+                handle.remove()
+        calls = {
+            name: objects_called[id(module)]
+            for name, module in model.named_modules(remove_duplicate=False)
+            if name
+        }
+        after_state = module_state(model)
+        mutated_state = frozenset(
+            name for name, tensor in after_state.items() if _changed(before_state[name], tensor)
+        )
+        mutated_inputs = frozenset(
+            path
+            for path, value in flat_inputs(args, kwargs)
+            if isinstance(value, torch.Tensor) and _changed(before_inputs[path], value)
+        )
+        return EagerObservation(output, calls, mutated_state, mutated_inputs)
+
+    @cached_property
+    def module_groups(self) -> dict[str, tuple[str, ...]]:
+        """For each FQN, all FQNs naming the same module object (shared submodules)."""
+        return _groups(self._model.named_modules(remove_duplicate=False))
+
+    @cached_property
+    def tensor_groups(self) -> dict[str, tuple[str, ...]]:
+        """For each parameter/buffer FQN, all FQNs naming the same tensor (tied weights)."""
+        return _groups(module_state(self._model).items())
+
+
+def _groups(named: Any) -> dict[str, tuple[str, ...]]:
+    by_object: dict[int, list[str]] = {}
+    for name, obj in named:
+        by_object.setdefault(id(obj), []).append(name)
+    return {name: tuple(names) for names in by_object.values() for name in names}
+
+
+def _changed(before: torch.Tensor, after: torch.Tensor) -> bool:
+    if before.shape != after.shape or before.dtype != after.dtype:
+        return True
+    return not torch.equal(before, after.detach()) and not _both_nan_equal(before, after)
+
+
+def _both_nan_equal(before: torch.Tensor, after: torch.Tensor) -> bool:
+    if not (before.is_floating_point() or before.is_complex()):
+        return False
+    return bool(torch.allclose(before, after.detach(), rtol=0, atol=0, equal_nan=True))
