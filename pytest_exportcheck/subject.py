@@ -90,9 +90,7 @@ class Subject:
         before_inputs = dict(flat_inputs(*clone_tree((args, kwargs))))
         objects_called: Counter[int] = Counter()
         handles = [
-            module.register_forward_hook(
-                lambda mod, _args, _out: objects_called.update([id(mod)])
-            )
+            module.register_forward_hook(lambda mod, _args, _out: objects_called.update([id(mod)]))
             for module in model.modules()
         ]
         seed_everything(self.case.seed)

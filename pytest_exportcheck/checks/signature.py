@@ -110,9 +110,7 @@ def _alias_groups(model: torch.nn.Module, record: CaptureRecord) -> list[str]:
                     f"{a!r} and {b!r} are one tensor in eager (tied) but two in the program"
                 )
             elif tied_in_program and not tied_in_eager:
-                findings.append(
-                    f"{a!r} and {b!r} are two tensors in eager but one in the program"
-                )
+                findings.append(f"{a!r} and {b!r} are two tensors in eager but one in the program")
     return findings
 
 

@@ -120,9 +120,7 @@ def _to_spec_error(error: Any, document: Any, path: Path) -> SpecError:
             key = unknown[0]
             hint = difflib.get_close_matches(str(key), known, n=1)
             did_you_mean = f" (did you mean {hint[0]!r}?)" if hint else ""
-            message = (
-                f"unknown key {key!r} in {dotted}{did_you_mean}; allowed: {', '.join(known)}"
-            )
+            message = f"unknown key {key!r} in {dotted}{did_you_mean}; allowed: {', '.join(known)}"
             return SpecError(message, path, line_of(document, [*where, key]))
     if error.validator == "propertyNames":
         message = f"invalid case name {error.instance!r}: use letters, digits and _"

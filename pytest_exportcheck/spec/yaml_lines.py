@@ -45,13 +45,16 @@ class LineLoader(yaml.SafeLoader):
                 hash(key)
             except TypeError:
                 raise yaml.constructor.ConstructorError(
-                    "while constructing a mapping", node.start_mark,
-                    "found an unhashable key", key_node.start_mark,
+                    "while constructing a mapping",
+                    node.start_mark,
+                    "found an unhashable key",
+                    key_node.start_mark,
                 ) from None
             if key in mapping:
                 first = mapping.key_lines[key]
                 raise DuplicateKeyError(
-                    "while constructing a mapping", node.start_mark,
+                    "while constructing a mapping",
+                    node.start_mark,
                     f"found duplicate key {key!r} (first defined on line {first})",
                     key_node.start_mark,
                 )
