@@ -26,17 +26,19 @@ class Tolerance:
 
     atol: float | None = None
     rtol: float | None = None
+    source: str = "case tolerance"
 
     def for_dtype(self, dtype: torch.dtype) -> tuple[float, float, str]:
         default_rtol, default_atol = DEFAULT_TOLERANCES.get(dtype, (0.0, 0.0))
         rtol = default_rtol if self.rtol is None else self.rtol
         atol = default_atol if self.atol is None else self.atol
         overridden = self.atol is not None or self.rtol is not None
-        origin = "case tolerance" if overridden else f"{_dt(dtype)} default"
+        origin = self.source if overridden else f"{_dt(dtype)} default"
         return rtol, atol, origin
 
 
-EXACT = Tolerance(atol=0.0, rtol=0.0)
+# For state the program must hold exactly: copies of the eager tensors.
+EXACT = Tolerance(atol=0.0, rtol=0.0, source="exact")
 
 
 def compare_trees(

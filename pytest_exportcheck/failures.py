@@ -22,6 +22,10 @@ _PACKAGE_DIR = str(Path(__file__).resolve().parent)
 _MESSAGE_LINES = 12
 
 
+class ExportCheckWarning(UserWarning):
+    """Something a check could not verify; shown in pytest's warnings summary."""
+
+
 class ExportCheckError(Exception):
     """Base of every failure the plugin reports itself (instead of a raw traceback)."""
 

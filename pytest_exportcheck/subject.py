@@ -30,16 +30,24 @@ Inputs = tuple[tuple[Any, ...], dict[str, Any]]
 
 @dataclass(frozen=True)
 class EagerObservation:
-    """What one eager call on a private copy showed.
-
-    ``calls`` counts forward calls per module *object*, keyed by every FQN the
-    object has, so a submodule shared under two names reports one count twice.
-    """
+    """What one plain eager call on a private copy showed: output and what it mutated."""
 
     output: Any
-    calls: dict[str, int]
     mutated_state: frozenset[str]
     mutated_inputs: frozenset[str]
+
+
+@dataclass(frozen=True)
+class CallCounts:
+    """Forward calls per module *object*, keyed by every FQN the object has.
+
+    A submodule shared under two names reports one count twice. ``calls`` is
+    ``None`` (with ``unavailable`` saying why) where forward hooks break the
+    model's eager forward, e.g. submodules inside ``torch.cond`` branches.
+    """
+
+    calls: dict[str, int] | None
+    unavailable: str | None = None
 
 
 class Subject:
@@ -83,16 +91,11 @@ class Subject:
 
     @cached_property
     def eager(self) -> EagerObservation:
-        """Run eager once, counting module calls and diffing state and inputs."""
+        """Run eager once, plainly, diffing state and inputs; a raise is a case error."""
         model = self.model_copy()
         args, kwargs = self.inputs_copy()
         before_state = snapshot_state(model)
         before_inputs = dict(flat_inputs(*clone_tree((args, kwargs))))
-        objects_called: Counter[int] = Counter()
-        handles = [
-            module.register_forward_hook(lambda mod, _args, _out: objects_called.update([id(mod)]))
-            for module in model.modules()
-        ]
         seed_everything(self.case.seed)
         try:
             with torch.no_grad():
@@ -101,14 +104,6 @@ class Subject:
             raise EagerError(
                 describe_exception(exc, context=f"{self.case.location}: the eager forward raised")
             ) from exc
-        finally:
-            for handle in handles:
-                handle.remove()
-        calls = {
-            name: objects_called[id(module)]
-            for name, module in model.named_modules(remove_duplicate=False)
-            if name
-        }
         after_state = module_state(model)
         mutated_state = frozenset(
             name for name, tensor in after_state.items() if _changed(before_state[name], tensor)
@@ -118,7 +113,39 @@ class Subject:
             for path, value in flat_inputs(args, kwargs)
             if isinstance(value, torch.Tensor) and _changed(before_inputs[path], value)
         )
-        return EagerObservation(output, calls, mutated_state, mutated_inputs)
+        return EagerObservation(output, mutated_state, mutated_inputs)
+
+    @cached_property
+    def call_counts(self) -> CallCounts:
+        """Count forward calls per module with hooks, on a copy of its own.
+
+        A separate run from :attr:`eager`: hooks are side effects that some
+        constructs (``torch.cond`` runs its branches through Dynamo) refuse.
+        """
+        model = self.model_copy()
+        args, kwargs = self.inputs_copy()
+        objects_called: Counter[int] = Counter()
+        handles = [
+            module.register_forward_hook(lambda mod, _args, _out: objects_called.update([id(mod)]))
+            for module in model.modules()
+        ]
+        seed_everything(self.case.seed)
+        try:
+            with torch.no_grad():
+                model(*args, **kwargs)
+        except Exception as exc:
+            reason = f"forward hooks make this model's eager forward raise {type(exc).__name__}"
+            return CallCounts(None, reason)
+        finally:
+            for handle in handles:
+                handle.remove()
+        return CallCounts(
+            {
+                name: objects_called[id(module)]
+                for name, module in model.named_modules(remove_duplicate=False)
+                if name
+            }
+        )
 
     @cached_property
     def module_groups(self) -> dict[str, tuple[str, ...]]:

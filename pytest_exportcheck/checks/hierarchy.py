@@ -16,14 +16,15 @@ nodes as eager made forward calls to it; the module reproduces eager outputs.
 
 from __future__ import annotations
 
+import warnings
 from collections import Counter
 
 import torch
 
 from pytest_exportcheck.capture.record import CaptureRecord
 from pytest_exportcheck.checks.listdiff import list_diff
-from pytest_exportcheck.compare import Tolerance, compare_trees
-from pytest_exportcheck.failures import describe_exception
+from pytest_exportcheck.compare import EXACT, Tolerance, compare_trees
+from pytest_exportcheck.failures import ExportCheckWarning, describe_exception
 from pytest_exportcheck.runs import run_steps
 from pytest_exportcheck.spec import Case
 
@@ -87,7 +88,7 @@ def _state(eager: torch.nn.Module, unflat: torch.nn.Module) -> list[str]:
         findings.append(f"state_dict keys only after unflatten: {', '.join(extra)}")
     for key in expected.keys() & actual.keys():
         problems = compare_trees(
-            expected[key], actual[key], tolerance=Tolerance(0.0, 0.0),
+            expected[key], actual[key], tolerance=EXACT,
             root=f"state_dict[{key!r}]", names=("eager", "unflattened"),
         )  # fmt: skip
         findings += problems
@@ -105,23 +106,41 @@ def _state(eager: torch.nn.Module, unflat: torch.nn.Module) -> list[str]:
 def _call_counts(record: CaptureRecord, unflat: torch.nn.Module) -> list[str]:
     """``call_module`` nodes per submodule vs eager forward calls (forward hooks)."""
     nodes_per_object: Counter[int] = Counter()
-    for _, module in unflat.named_modules():
+    findings = []
+    for prefix, module in unflat.named_modules():
         graph = getattr(module, "graph", None)
         if not isinstance(graph, torch.fx.Graph):
             continue
         for node in graph.nodes:
-            if node.op == "call_module":
+            if node.op != "call_module":
+                continue
+            try:
                 nodes_per_object[id(module.get_submodule(node.target))] += 1
+            except AttributeError:
+                where = f"{prefix}.{node.target}" if prefix else node.target
+                findings.append(f"call_module node {node.name!r} targets missing module {where!r}")
+    counted = record.subject.call_counts
+    if counted.calls is None:
+        # Not a finding about export: the count cannot be taken. Said, not hidden.
+        warnings.warn(
+            ExportCheckWarning(
+                f"{record.subject.case.location}: call counts not compared: {counted.unavailable}"
+            ),
+            stacklevel=2,
+        )
+        return findings
     unflat_mods = dict(unflat.named_modules(remove_duplicate=False))
-    eager_calls = record.subject.eager.calls
-    findings = []
+    eager_calls = counted.calls
     reported: set[str] = set()
     for name, calls in eager_calls.items():
         if name in reported or name not in unflat_mods:
             continue
         group = record.subject.module_groups[name]
         reported.update(group)
-        nodes = nodes_per_object[id(unflat_mods[name])]
+        # If unflatten split a shared module, its calls are spread over the copies
+        # (the lost sharing is reported on its own).
+        copies = {id(unflat_mods[n]) for n in group if n in unflat_mods}
+        nodes = sum(nodes_per_object[c] for c in copies)
         if nodes != calls:
             label = " / ".join(repr(n) for n in group)
             findings.append(

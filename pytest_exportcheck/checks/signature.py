@@ -11,9 +11,11 @@ plain tensor attribute ``scale``, non-strict export gives the graph::
 
 and this check verifies, by value and tensor identity rather than by name:
 kinds are known; each target FQN resolves to an eager tensor of the same kind,
-dtype, shape and values; alias groups (tied weights) agree both ways; every
-eager parameter and buffer is lifted or aliases a lifted one; user inputs
-follow the flattened case inputs in order; and ``expect.placeholders`` if given.
+dtype and shape as the graph's placeholder, held by the program with equal
+values; alias groups (tied weights) agree both ways; every eager parameter and
+buffer is lifted, aliases a lifted one, or is held by the program (strict export
+does not lift state forward never reads); user inputs follow the flattened case
+inputs in order; and ``expect.placeholders`` matches if given.
 """
 
 from __future__ import annotations
@@ -75,6 +77,15 @@ def _state_targets(model: torch.nn.Module, record: CaptureRecord) -> list[str]:
                 f"{p.render()}: signature says persistent={p.persistent}, "
                 f"eager buffer is {eager_says}"
             )
+        example = p.example
+        if isinstance(example, torch.Tensor) and (
+            example.dtype != eager.dtype or tuple(example.shape) != tuple(eager.shape)
+        ):
+            # The graph was traced for another tensor than the one its target names.
+            findings.append(
+                f"{p.render()}: graph expects {_describe(example)}, "
+                f"eager {p.target} is {_describe(eager)}"
+            )
         held = record.state_tensor(p.target)
         if held is None:
             findings.append(f"{p.render()}: the program holds no tensor for {p.target!r}")
@@ -115,7 +126,11 @@ def _alias_groups(model: torch.nn.Module, record: CaptureRecord) -> list[str]:
 
 
 def _unaccounted_state(model: torch.nn.Module, record: CaptureRecord) -> list[str]:
-    """Every eager parameter and buffer is lifted, or is an alias of a lifted tensor."""
+    """Every eager parameter and buffer is lifted, an alias of a lifted one, or held.
+
+    "Held" covers state forward never reads: strict export does not lift it,
+    but the program still carries it in ``state_dict``/``constants``.
+    """
     lifted_ids = {
         tensor_identity(t)
         for p in record.placeholders
@@ -127,8 +142,12 @@ def _unaccounted_state(model: torch.nn.Module, record: CaptureRecord) -> list[st
         *(("buffer", n, t) for n, t in model.named_buffers(remove_duplicate=False)),
     ]
     for kind, name, tensor in named:
-        if tensor_identity(tensor) not in lifted_ids:
-            findings.append(f"eager {kind} {name!r} is neither lifted nor an alias of a lifted one")
+        if tensor_identity(tensor) in lifted_ids or record.state_tensor(name) is not None:
+            continue
+        findings.append(
+            f"eager {kind} {name!r} is neither lifted, an alias of a lifted one, "
+            "nor held by the program"
+        )
     return findings
 
 

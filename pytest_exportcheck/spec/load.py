@@ -167,13 +167,13 @@ def _build_case(name: str, line: int, raw: dict[str, Any], path: Path) -> Case:
             placeholders=None
             if placeholders is None
             else [ExpectedPlaceholder(p["name"], p["kind"], p.get("target")) for p in placeholders],
-            placeholders_line=getattr(placeholders, "line", None),
+            placeholders_line=_key_line(expect, "placeholders"),
             modules=None if "modules" not in expect else list(expect["modules"]),
-            modules_line=getattr(expect.get("modules"), "line", None),
+            modules_line=_key_line(expect, "modules"),
             mutated_buffers=None
             if "mutated_buffers" not in expect
             else list(expect["mutated_buffers"]),
-            mutated_buffers_line=getattr(expect.get("mutated_buffers"), "line", None),
+            mutated_buffers_line=_key_line(expect, "mutated_buffers"),
             parity=ParityTolerance(
                 atol=parity.get("atol"),
                 rtol=parity.get("rtol"),
@@ -191,3 +191,7 @@ def _build_case(name: str, line: int, raw: dict[str, Any], path: Path) -> Case:
             for x in xfail_list
         ),
     )
+
+
+def _key_line(mapping: Any, key: str) -> int | None:
+    return getattr(mapping, "key_lines", {}).get(key)
