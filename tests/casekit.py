@@ -1,0 +1,183 @@
+"""Builders for pytester projects of YAML cases: model sources, case text, injections."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from typing import Any
+
+import pytest
+
+MODELS = '''
+import random
+
+import torch
+from torch import nn
+
+
+class Mlp(nn.Module):
+    def __init__(self, dim: int = 4) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(dim, 8)
+        self.fc2 = nn.Linear(8, dim)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+class Counter(nn.Module):
+    """A buffer mutated in place on every call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.register_buffer("count", torch.zeros(()))
+
+    def forward(self, x):
+        self.count.add_(1)
+        return self.lin(x) * self.count
+
+
+class Tied(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(16, 8)
+        self.head = nn.Linear(8, 16, bias=False)
+        self.head.weight = self.emb.weight
+
+    def forward(self, ids):
+        return self.head(self.emb(ids))
+
+
+class PythonCounter(nn.Module):
+    """Python-side state: export bakes the first call's value into the graph."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        return self.lin(x) * self.calls
+
+
+class DataDependent(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:
+            return x + 1
+        return x - 1
+
+
+class Raising(nn.Module):
+    def forward(self, x):
+        raise ValueError("forward is broken on purpose")
+
+
+class Silu(nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.silu(x)
+
+
+class Shared(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(4, 4)
+        self.b = self.a
+
+    def forward(self, x):
+        return self.b(self.a(x))
+
+
+class CalledTwice(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.lin(self.lin(x))
+
+
+class NonPersistent(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.register_buffer("scale", torch.full((4,), 2.0), persistent=False)
+
+    def forward(self, x):
+        return self.lin(x) * self.scale
+
+
+class InputMutation(nn.Module):
+    def forward(self, x):
+        x.add_(1)
+        return x * 2
+
+
+class UnusedParameter(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.unused = nn.Parameter(torch.ones(3))
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+def not_a_module():
+    return 42
+
+
+def make_inputs():
+    return (torch.randn(2, 4),), {}
+'''
+
+
+def write_cases(pytester: pytest.Pytester, text: str, name: str = "cases/main.yaml") -> None:
+    path = pytester.path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip())
+
+
+MLP_CASE = """
+cases:
+  mlp:
+    description: a plain MLP
+    model: {target: models.py:Mlp}
+    inputs: {args: [{shape: [2, 4]}]}
+"""
+
+
+def inject(pytester: pytest.Pytester, body: str, capture: str = "export") -> None:
+    """Corrupt what a capture path returns, to prove a check catches it.
+
+    ``body`` edits ``record`` (a CaptureRecord) in place; the wrapper is
+    installed for one pytester run and removed at its end.
+    """
+    pytester.makeconftest(
+        f"""
+import torch
+from pytest_exportcheck import capture as registry
+
+def pytest_configure(config):
+    original = registry.CAPTURES[{capture!r}]
+
+    def corrupted(subject):
+        record = original(subject)
+{textwrap.indent(textwrap.dedent(body).strip(), " " * 8)}
+        return record
+
+    config.stash_original_capture = original
+    registry.CAPTURES[{capture!r}] = corrupted
+
+def pytest_unconfigure(config):
+    registry.CAPTURES[{capture!r}] = config.stash_original_capture
+"""
+    )
+
+
+def load_models(pytester: pytest.Pytester) -> Any:
+    """The project's ``cases/models.py`` as a module, to build a model directly in a test."""
+    from pytest_exportcheck.targets import resolve_target
+
+    return sys.modules[resolve_target("models.py:Mlp", pytester.path / "cases").__module__]

@@ -1,0 +1,52 @@
+"""Fixtures for the plugin's own tests (helpers to write cases live in ``casekit.py``).
+
+Plugin behaviour is tested through ``pytester`` in-process wherever isolation is
+not the point, so the whole suite shares one torch import.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import _pytest.pytester
+import pytest
+
+# torch cannot be imported twice into one interpreter (its C extension refuses),
+# so it is imported once, here, for every in-process run.
+import torch  # noqa: F401
+from casekit import MODELS
+
+
+class _KeepInstalledModules(_pytest.pytester.SysModulesSnapshot):
+    """In-process pytester runs drop the modules a run imported when it ends.
+
+    That would include torch submodules that export imports lazily (they then
+    fail to register their operators a second time), and submodules of this
+    plugin, leaving stale attributes on the kept package (``from
+    pytest_exportcheck import capture`` would then see last run's registry).
+    Installed packages and the plugin are kept; the test projects' own files
+    (conftests, model files) are still dropped.
+    """
+
+    def __init__(self, preserve=None) -> None:
+        def keep(name: str) -> bool:
+            if name.startswith("pytest_exportcheck"):
+                return True
+            module = sys.modules.get(name)
+            path = getattr(module, "__file__", None) or ""
+            return "site-packages" in path or bool(preserve and preserve(name))
+
+        super().__init__(preserve=keep)
+
+
+@pytest.fixture(autouse=True)
+def _keep_installed_modules(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_pytest.pytester, "SysModulesSnapshot", _KeepInstalledModules)
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    """A pytester dir with ``cases/models.py``; tests add YAML with :func:`write_cases`."""
+    pytester.mkdir("cases")
+    (pytester.path / "cases" / "models.py").write_text(MODELS)
+    return pytester

@@ -1,0 +1,137 @@
+"""Bad input: each problem is reported at its stage with file:line, and the run goes on."""
+
+from __future__ import annotations
+
+import pytest
+from casekit import MLP_CASE, write_cases
+
+
+def good_file(pytester: pytest.Pytester) -> None:
+    write_cases(pytester, MLP_CASE, "cases/good.yaml")
+
+
+def test_malformed_yaml_fails_one_item_and_the_rest_runs(project: pytest.Pytester) -> None:
+    good_file(project)
+    write_cases(project, "cases:\n  broken: {description: [unclosed\n", "cases/bad.yaml")
+    result = project.runpytest("--exportcheck")
+    result.assert_outcomes(passed=4, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*[[]case[]] cases/bad.yaml:3: invalid YAML: *", "FAILED cases/bad.yaml::load*"]
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_unknown_key_names_the_line_and_suggests_the_key(project: pytest.Pytester) -> None:
+    write_cases(
+        project,
+        MLP_CASE
+        + """  typo:
+    description: a misspelt key
+    model: {target: models.py:Mlp}
+    inputs: {args: [{shape: [2, 4]}]}
+    captrues: [export]
+""",
+    )
+    result = project.runpytest("--exportcheck")
+    result.assert_outcomes(passed=4, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*[[]case[]] cases/main.yaml:10: unknown key 'captrues' in cases.typo "
+            "(did you mean 'captures'?)*"
+        ]
+    )
+
+
+def test_wrong_type_names_the_line(project: pytest.Pytester) -> None:
+    write_cases(project, MLP_CASE.replace("[2, 4]", "[2, four]"))
+    result = project.runpytest("--exportcheck")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*[[]case[]] cases/main.yaml:5: cases.mlp.inputs.args[[]0[]].shape[[]1[]]: 'four' is not of type 'integer'"
+        ]
+    )
+
+
+def test_duplicate_case_name_is_an_error_not_a_silent_override(project: pytest.Pytester) -> None:
+    write_cases(project, MLP_CASE + MLP_CASE.replace("cases:\n", ""))
+    result = project.runpytest("--exportcheck")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*cases/main.yaml:7: invalid YAML: *duplicate key 'mlp' (first defined on line 2)*"]
+    )
+
+
+def test_unimportable_model_is_a_case_error(project: pytest.Pytester) -> None:
+    good_file(project)
+    write_cases(
+        project, MLP_CASE.replace("models.py:Mlp", "no_such_pkg.models:Net"), "cases/bad.yaml"
+    )
+    result = project.runpytest("--exportcheck")
+    result.assert_outcomes(passed=4, failed=4)
+    result.stdout.fnmatch_lines(
+        [
+            "*[[]case[]] cases/bad.yaml:2: cannot import 'no_such_pkg.models': "
+            "ModuleNotFoundError: No module named 'no_such_pkg'",
+        ]
+    )
+
+
+def test_target_that_is_not_a_module_is_a_case_error(project: pytest.Pytester) -> None:
+    write_cases(project, MLP_CASE.replace("models.py:Mlp", "models.py:not_a_module"))
+    result = project.runpytest("--exportcheck")
+    result.assert_outcomes(failed=4)
+    result.stdout.fnmatch_lines(
+        [
+            "*[[]case[]] cases/main.yaml:2: models.py:not_a_module returned a int, not a torch.nn.Module"
+        ]
+    )
+
+
+def test_eager_forward_that_raises_is_a_case_error_reported_once(project: pytest.Pytester) -> None:
+    good_file(project)
+    write_cases(project, MLP_CASE.replace("Mlp", "Raising"), "cases/bad.yaml")
+    result = project.runpytest("--exportcheck")
+    result.assert_outcomes(passed=4, failed=4)
+    result.stdout.fnmatch_lines(
+        [
+            "*[[]eager[]] cases/bad.yaml:2: the eager forward raised: ValueError: forward is broken on purpose",
+            "*raised from user code:",
+            '*File "cases/models.py", line *, in forward',
+            '*raise ValueError("forward is broken on purpose")',
+        ]
+    )
+    assert result.stdout.str().count("forward is broken on purpose\n") >= 1
+    result.stdout.fnmatch_lines(["*(full report on cases/bad.yaml::mlp::signature[[]export[]])"])
+
+
+def test_export_that_raises_is_a_capture_failure_reported_once(project: pytest.Pytester) -> None:
+    good_file(project)
+    write_cases(project, MLP_CASE.replace("Mlp", "DataDependent"), "cases/bad.yaml")
+    result = project.runpytest("--exportcheck")
+    result.assert_outcomes(passed=4, failed=4)
+    out = result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            "*[[]capture[]] cases/bad.yaml:2: torch.export.export (non-strict) raised: *",
+            "*raised from user code:*",
+            "*if x.sum() > 0:*",
+        ]
+    )
+    assert out.count("raised from user code:") == 1
+    assert out.count("(full report on cases/bad.yaml::mlp::signature[export])") == 3
+
+
+def test_full_traceback_with_very_verbose(project: pytest.Pytester) -> None:
+    write_cases(project, MLP_CASE.replace("Mlp", "Raising"))
+    result = project.runpytest("--exportcheck", "-vv", "-k", "signature")
+    result.stdout.fnmatch_lines(
+        ["*Traceback (most recent call last):*", "*ValueError: forward is broken on purpose"]
+    )
+
+
+def test_bad_tensor_spec_is_caught_at_collection(project: pytest.Pytester) -> None:
+    write_cases(project, MLP_CASE.replace("{shape: [2, 4]}", "{shape: [2, 4], dtype: int64}"))
+    result = project.runpytest("--exportcheck")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*cases/main.yaml:5: init 'randint' needs `high`*"])

@@ -1,0 +1,104 @@
+"""How YAML cases become pytest items: names, selection, where cases are found."""
+
+from __future__ import annotations
+
+import pytest
+from casekit import MLP_CASE, write_cases
+
+
+def test_one_item_per_case_capture_and_check(project: pytest.Pytester) -> None:
+    write_cases(
+        project,
+        """
+        cases:
+          mlp:
+            description: a plain MLP
+            model: {target: models.py:Mlp}
+            inputs: {args: [{shape: [2, 4]}]}
+            captures: [export, export-strict]
+        """,
+    )
+    result = project.runpytest("--exportcheck", "--collect-only", "-q")
+    result.stdout.fnmatch_lines(
+        [
+            "cases/main.yaml::mlp::signature[[]export[]]",
+            "cases/main.yaml::mlp::hierarchy[[]export[]]",
+            "cases/main.yaml::mlp::mutation[[]export[]]",
+            "cases/main.yaml::mlp::parity[[]export-cpu[]]",
+            "cases/main.yaml::mlp::signature[[]export-strict[]]",
+            "cases/main.yaml::mlp::hierarchy[[]export-strict[]]",
+            "cases/main.yaml::mlp::mutation[[]export-strict[]]",
+            "cases/main.yaml::mlp::parity[[]export-strict-cpu[]]",
+            "8 tests collected*",
+        ]
+    )
+
+
+def test_keyword_selection_reads_naturally(project: pytest.Pytester) -> None:
+    write_cases(project, MLP_CASE)
+    result = project.runpytest("--exportcheck", "-k", "mlp and parity", "-q")
+    result.assert_outcomes(passed=1, deselected=3)
+
+
+def test_checks_key_limits_the_items(project: pytest.Pytester) -> None:
+    write_cases(project, MLP_CASE.replace("inputs:", "checks: [parity]\n    inputs:"))
+    result = project.runpytest("--exportcheck", "--collect-only", "-q")
+    result.stdout.fnmatch_lines(
+        ["cases/main.yaml::mlp::parity[[]export-cpu[]]", "1 test collected*"]
+    )
+
+
+def test_flag_without_paths_collects_the_case_dirs_not_testpaths(
+    project: pytest.Pytester,
+) -> None:
+    write_cases(project, MLP_CASE)
+    project.makeini("[pytest]\ntestpaths = tests\n")
+    project.mkdir("tests")
+    (project.path / "tests" / "test_other.py").write_text("def test_other(): pass\n")
+    result = project.runpytest("--exportcheck", "--collect-only", "-q")
+    result.stdout.fnmatch_lines(["cases/main.yaml::mlp::signature*"])
+    result.stdout.no_fnmatch_line("*test_other*")
+
+
+def test_case_dirs_come_from_the_ini(project: pytest.Pytester) -> None:
+    write_cases(project, MLP_CASE.replace("models.py", "../cases/models.py"), "models/zoo.yaml")
+    project.makeini("[pytest]\nexportcheck_paths = models\n")
+    result = project.runpytest("--exportcheck", "--collect-only", "-q")
+    result.stdout.fnmatch_lines(["models/zoo.yaml::mlp::signature*", "4 tests collected*"])
+
+
+def test_yaml_outside_case_dirs_is_ignored_unless_named(project: pytest.Pytester) -> None:
+    write_cases(project, MLP_CASE.replace("models.py", "../cases/models.py"), "other/x.yaml")
+    (project.path / "other" / "ci.yml").write_text("jobs: {build: {}}\n")
+    ignored = project.runpytest("--exportcheck", "--collect-only", "-q", "other")
+    assert ignored.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    named = project.runpytest("--exportcheck", "--collect-only", "-q", "other/x.yaml")
+    named.stdout.fnmatch_lines(["other/x.yaml::mlp::signature*", "4 tests collected*"])
+
+
+def test_xfail_scoped_to_a_capture_and_check(project: pytest.Pytester) -> None:
+    write_cases(
+        project,
+        """
+        cases:
+          counter:
+            description: tight parity on purpose
+            model: {target: models.py:PythonCounter}
+            inputs: {args: [{shape: [2, 4]}]}
+            checks: [mutation, parity]
+            xfail: {reason: "python-side state is baked into the graph", checks: [mutation]}
+        """,
+    )
+    result = project.runpytest("--exportcheck", "-q", "-rxX")
+    result.assert_outcomes(passed=1, xfailed=1)
+    result.stdout.fnmatch_lines(["XFAIL*mutation*python-side state is baked into the graph"])
+
+
+def test_xfail_that_passes_fails_the_run(project: pytest.Pytester) -> None:
+    write_cases(
+        project,
+        MLP_CASE.replace("inputs:", "xfail: {reason: stale, checks: [parity]}\n    inputs:"),
+    )
+    result = project.runpytest("--exportcheck", "-q")
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(["*XPASS(strict)*stale*"])

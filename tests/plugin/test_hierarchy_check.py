@@ -1,0 +1,160 @@
+"""hierarchy: unflatten must give back the eager tree; each part fails on purpose."""
+
+from __future__ import annotations
+
+import pytest
+from casekit import MLP_CASE, inject, write_cases
+
+SHARED_CASE = """
+cases:
+  shared:
+    description: one submodule reached by two names
+    model: {target: models.py:Shared}
+    inputs: {args: [{shape: [2, 4]}]}
+    checks: [hierarchy]
+"""
+
+
+def run_hierarchy(pytester: pytest.Pytester) -> pytest.RunResult:
+    return pytester.runpytest("--exportcheck", "-k", "hierarchy")
+
+
+def break_unflatten(pytester: pytest.Pytester, body: str) -> None:
+    """Make the record's unflattened module wrong in a chosen way."""
+    inject(
+        pytester,
+        f"""
+        make = record.fresh_unflattened
+        def broken():
+            u = make()
+            {body}
+            return u
+        record.fresh_unflattened = broken
+        """,
+    )
+
+
+def test_lost_sharing_is_reported_exactly_when_unflatten_loses_it(
+    project: pytest.Pytester,
+) -> None:
+    import torch
+    from casekit import load_models
+
+    model = load_models(project).Shared()
+    unflat = torch.export.unflatten(torch.export.export(model, (torch.randn(2, 4),)))
+    write_cases(project, SHARED_CASE)
+    result = run_hierarchy(project)
+    if unflat.a is unflat.b:
+        result.assert_outcomes(passed=1)
+    else:  # torch 2.13: unflatten gives `a` and `b` one InterpreterModule each
+        result.assert_outcomes(failed=1)
+        result.stdout.fnmatch_lines(
+            ["*'a' and 'b' are one module in eager but two after unflatten"]
+        )
+        result.stdout.no_fnmatch_line("*call_module node(s)")
+
+
+def test_expected_modules_mismatch_shows_a_diff(project: pytest.Pytester) -> None:
+    write_cases(project, MLP_CASE + "    expect: {modules: [fc1, act, fc2]}\n")
+    result = run_hierarchy(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*module FQNs after unflatten differ from expect.modules (cases/main.yaml:6):",
+            "*--- expected",
+            "*+++ unflattened",
+            "*-act",
+        ]
+    )
+
+
+def test_modules_merged_after_unflatten(project: pytest.Pytester) -> None:
+    write_cases(
+        project, MLP_CASE.replace("Mlp}", "Mlp, kwargs: {dim: 8}}").replace("[2, 4]", "[2, 8]")
+    )
+    break_unflatten(project, "u.fc2 = u.fc1")
+    result = run_hierarchy(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*'fc1' and 'fc2' are two modules in eager but one after unflatten"]
+    )
+
+
+def test_missing_submodule_and_state(project: pytest.Pytester) -> None:
+    write_cases(project, MLP_CASE)
+    break_unflatten(project, "del u._modules['fc2']")
+    result = run_hierarchy(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*module FQNs after unflatten differ from the eager module tree:",
+            "*-fc2",
+            "*state_dict keys missing after unflatten: fc2.weight, fc2.bias",
+        ]
+    )
+
+
+def test_state_values_differ(project: pytest.Pytester) -> None:
+    write_cases(project, MLP_CASE)
+    break_unflatten(project, "u.fc1.bias.data.add_(1.0)")
+    result = run_hierarchy(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*state_dict[[]'fc1.bias'[]]: 8 / 8 elements outside tolerance (atol=0, rtol=0, exact)*"]
+    )
+
+
+def test_non_persistent_buffer_must_stay_a_buffer(project: pytest.Pytester) -> None:
+    write_cases(project, MLP_CASE.replace("Mlp", "NonPersistent"))
+    break_unflatten(
+        project, "u._buffers.pop('scale'); u.scale = u.get_parameter('lin.weight') * 0 + 2"
+    )
+    result = run_hierarchy(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*non-persistent buffer 'scale' is not a buffer after unflatten"])
+
+
+def test_call_counts_must_match_eager(project: pytest.Pytester) -> None:
+    # The model calls `lin` twice; unflatten records two call_module nodes. The
+    # injection makes eager's hook count say three, so the counts disagree.
+    write_cases(project, MLP_CASE.replace("Mlp", "CalledTwice"))
+    inject(
+        project,
+        """
+        from pytest_exportcheck.subject import CallCounts
+        counted = record.subject.call_counts
+        record.subject.__dict__["call_counts"] = CallCounts({**counted.calls, "lin": 3})
+        """,
+    )
+    result = run_hierarchy(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*'lin': eager called it 3 time(s), the unflattened graph has 2 call_module node(s)"]
+    )
+
+
+def test_unflattened_outputs_must_match_eager(project: pytest.Pytester) -> None:
+    write_cases(project, MLP_CASE)
+    break_unflatten(project, "u.register_forward_hook(lambda m, a, out: out + 1)")
+    result = run_hierarchy(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*output: 8 / 8 elements outside tolerance*max abs err 1*eager *, unflattened *"]
+    )
+
+
+def test_unflatten_that_raises_is_reported(project: pytest.Pytester) -> None:
+    write_cases(project, MLP_CASE)
+    inject(
+        project,
+        """
+        def boom():
+            raise RuntimeError("unflatten exploded")
+        record.fresh_unflattened = boom
+        """,
+    )
+    result = run_hierarchy(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*torch.export.unflatten raised: RuntimeError: unflatten exploded"]
+    )

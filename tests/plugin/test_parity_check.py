@@ -1,0 +1,97 @@
+"""parity: eager vs ep.module() vs unflatten(ep) vs decomposed, within tolerance."""
+
+from __future__ import annotations
+
+import pytest
+from casekit import MLP_CASE, inject, load_models, write_cases
+
+
+def run_parity(pytester: pytest.Pytester) -> pytest.RunResult:
+    return pytester.runpytest("--exportcheck", "-k", "parity")
+
+
+def test_noise_in_the_exported_module_is_caught_with_the_numbers(project: pytest.Pytester) -> None:
+    write_cases(project, MLP_CASE)
+    inject(
+        project,
+        """
+        make = record.fresh_module
+        def noisy():
+            module = make()
+            def add_noise(m, a, out):
+                out = out.clone()
+                out[1, 2] += 1e-3
+                return out
+            module.register_forward_hook(add_noise)
+            return module
+        record.fresh_module = noisy
+        """,
+    )
+    result = run_parity(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*1 finding*",
+            "*- output: 1 / 8 elements outside tolerance (atol=1e-05, rtol=1.3e-06, float32 "
+            "default); max abs err 0.001, max rel err *; worst at index (1, 2): eager *, "
+            "ep.module() *",
+        ]
+    )
+
+
+def test_structure_difference_is_caught(project: pytest.Pytester) -> None:
+    write_cases(project, MLP_CASE)
+    inject(
+        project,
+        """
+        make = record.fresh_unflattened
+        def tupled():
+            module = make()
+            module.register_forward_hook(lambda m, a, out: (out,))
+            return module
+        record.fresh_unflattened = tupled
+        """,
+    )
+    result = run_parity(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*- output: structure differs", "*eager: *", "*unflatten(ep): *"])
+
+
+def test_a_tolerance_too_tight_for_decomposition_noise(project: pytest.Pytester) -> None:
+    # SiLU's decomposition rounds differently from the fused eager kernel.
+    import torch
+
+    silu = load_models(project).Silu()
+    x = torch.randn(8, 64)
+    decomposed = torch.export.export(silu, (x,)).run_decompositions().module()
+    if torch.equal(decomposed(x), silu(x)):
+        pytest.skip("this torch's SiLU decomposition is bit-exact; no noise to catch")
+    write_cases(
+        project,
+        MLP_CASE.replace("Mlp", "Silu").replace("[2, 4]", "[8, 64]")
+        + "    expect: {parity: {atol: 0.0, rtol: 0.0}}\n",
+    )
+    result = run_parity(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*- output: * / 512 elements outside tolerance (atol=0, rtol=0, case tolerance)*decomposed*"
+        ]
+    )
+    result.stdout.no_fnmatch_line("*ep.module() *")
+
+
+def test_default_tolerance_accepts_decomposition_noise(project: pytest.Pytester) -> None:
+    write_cases(project, MLP_CASE.replace("Mlp", "Silu").replace("[2, 4]", "[8, 64]"))
+    run_parity(project).assert_outcomes(passed=1)
+
+
+def test_parity_over_several_steps_names_the_step(project: pytest.Pytester) -> None:
+    write_cases(
+        project,
+        MLP_CASE.replace("Mlp", "PythonCounter") + "    expect: {parity: {steps: 2}}\n",
+    )
+    result = run_parity(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*- step 2: output: 8 / 8 elements outside tolerance*"])
+    result.stdout.no_fnmatch_line("*- step 1: *")

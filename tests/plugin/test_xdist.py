@@ -1,0 +1,58 @@
+"""Under pytest-xdist the same items run with the same outcomes as in one process."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from casekit import write_cases
+
+MIXED = """
+cases:
+  passes:
+    description: passes everything
+    model: {target: models.py:Counter}
+    inputs: {args: [{shape: [2, 4]}]}
+    captures: [export, export-strict]
+  python_state:
+    description: fails mutation and parity at step 2
+    model: {target: models.py:PythonCounter}
+    inputs: {args: [{shape: [2, 4]}]}
+    expect: {parity: {steps: 2}}
+    xfail: {reason: "python state baked in", checks: [mutation]}
+  eager_raises:
+    description: case error
+    model: {target: models.py:Raising}
+    inputs: {args: [{shape: [2, 4]}]}
+  export_raises:
+    description: capture error
+    model: {target: models.py:DataDependent}
+    inputs: {args: [{shape: [2, 4]}]}
+  bad_key:
+    description: spec error
+    model: {target: models.py:Mlp}
+    inputs: {args: [{shape: [2, 4]}]}
+    seeed: 1
+"""
+
+OUTCOME_LINE = re.compile(r"^(PASSED|FAILED|XFAIL|XPASS|SKIPPED|ERROR) (\S+)")
+
+
+def outcomes(result: pytest.RunResult) -> dict[str, str]:
+    found = {}
+    for line in result.outlines:
+        match = OUTCOME_LINE.match(line)
+        if match:
+            found[match.group(2)] = match.group(1)
+    return found
+
+
+def test_two_workers_give_the_same_outcomes_as_one_process(project: pytest.Pytester) -> None:
+    write_cases(project, MIXED)
+    single = project.runpytest("--exportcheck", "-rA", "-p", "no:cacheprovider")
+    parallel = project.runpytest("--exportcheck", "-rA", "-n", "2", "-p", "no:cacheprovider")
+    assert single.ret == parallel.ret == pytest.ExitCode.TESTS_FAILED
+    assert len(outcomes(single)) == 8 + 4 * 3 + 1
+    assert outcomes(parallel) == outcomes(single)
+    assert outcomes(single)["cases/main.yaml::python_state::mutation[export]"] == "XFAIL"
+    assert outcomes(single)["cases/main.yaml::python_state::parity[export-cpu]"] == "FAILED"
