@@ -94,27 +94,32 @@ def build_inputs(case: Case) -> tuple[tuple[Any, ...], dict[str, Any]]:
                 f"got {type(produced).__name__}"
             )
         return tuple(produced[0]), dict(produced[1])
-    args = tuple(input_value(v) for v in spec.get("args", []))
-    kwargs = {k: input_value(v) for k, v in spec.get("kwargs", {}).items()}
+    args = tuple(input_value(v, f"args[{i}]") for i, v in enumerate(spec.get("args", [])))
+    kwargs = {k: input_value(v, f"kwargs[{k!r}]") for k, v in spec.get("kwargs", {}).items()}
     return args, kwargs
 
 
-def input_value(value: Any) -> Any:
+def input_value(value: Any, path: str = "input") -> Any:
     """One YAML input value → the Python/torch value handed to ``forward``."""
     if isinstance(value, list):
-        return [input_value(v) for v in value]
+        return [input_value(v, f"{path}[{i}]") for i, v in enumerate(value)]
     if not isinstance(value, dict):
         return value
-    if "shape" in value:
-        return make_tensor(value)
-    if "data" in value:
-        dtype = DTYPES[value["dtype"]] if "dtype" in value else None
-        return torch.tensor(value["data"], dtype=dtype)
+    if "shape" in value or "data" in value:
+        try:
+            if "shape" in value:
+                return make_tensor(value)
+            dtype = DTYPES[value["dtype"]] if "dtype" in value else None
+            return torch.tensor(value["data"], dtype=dtype)
+        except BuildError:
+            raise
+        except Exception as exc:  # what the spec rules did not foresee, torch refuses here
+            raise BuildError(f"input {path}: torch cannot build {dict(value)}: {exc}") from exc
     if "tuple" in value:
-        return tuple(input_value(v) for v in value["tuple"])
+        return tuple(input_value(v, f"{path}[{i}]") for i, v in enumerate(value["tuple"]))
     if "dict" in value:
-        return {k: input_value(v) for k, v in value["dict"].items()}
-    return {k: input_value(v) for k, v in value.items()}
+        return {k: input_value(v, f"{path}[{k!r}]") for k, v in value["dict"].items()}
+    return {k: input_value(v, f"{path}[{k!r}]") for k, v in value.items()}
 
 
 def make_tensor(spec: dict[str, Any]) -> torch.Tensor:

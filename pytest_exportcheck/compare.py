@@ -111,18 +111,16 @@ def value_difference(
         )
     wide = torch.complex128 if want.is_complex() else torch.float64
     a, b = want.to(wide), got.to(wide)
-    abs_err = (a - b).abs()
-    both_nan = a.isnan() & b.isnan()
-    abs_err = torch.where(both_nan, torch.zeros_like(abs_err), abs_err)
-    one_nan = a.isnan() ^ b.isnan()
-    abs_err = torch.where(one_nan, torch.full_like(abs_err, float("inf")), abs_err)
+    # As torch.isclose(equal_nan=True): NaN matches only NaN, an infinity only
+    # itself; a non-finite value on either side is never "within tolerance".
+    same = (a == b) | (a.isnan() & b.isnan())
+    finite = a.isfinite() & b.isfinite()
+    abs_err = torch.where(same, torch.zeros_like(a.real), (a - b).abs())
+    abs_err = torch.where(same | finite, abs_err, torch.full_like(abs_err, float("inf")))
     allowed = atol + rtol * a.abs()
-    bad = abs_err > allowed
-    both_inf_same = (a == b) & a.isinf()
-    bad &= ~both_inf_same
+    bad = ~same & ~(finite & (abs_err <= allowed))
     if not bool(bad.any()):
         return None
-    abs_err = torch.where(both_inf_same, torch.zeros_like(abs_err), abs_err)
     rel_err = abs_err / a.abs().clamp_min(torch.finfo(torch.float64).tiny)
     worst = int(abs_err.flatten().argmax())
     index = _unravel(worst, want.shape)

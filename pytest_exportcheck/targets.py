@@ -51,7 +51,7 @@ def resolve_callable(target: str, base_dir: Path) -> Any:
 def _import_module(name: str) -> ModuleType:
     try:
         return importlib.import_module(name)
-    except ImportError as exc:
+    except Exception as exc:  # a module may raise anything while it executes
         raise TargetError(f"cannot import {name!r}: {type(exc).__name__}: {exc}") from exc
 
 
@@ -60,9 +60,10 @@ def _import_file(path: Path) -> ModuleType:
     if not path.is_file():
         raise TargetError(f"model file {path} does not exist")
     digest = hashlib.sha1(str(path).encode()).hexdigest()[:10]
-    name = f"_exportcheck_models.{path.stem}_{digest}"
+    name = f"{_PARENT}.{path.stem}_{digest}"
     if name in sys.modules:
         return sys.modules[name]
+    parent = _parent_package()
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise TargetError(f"cannot import {path}")
@@ -76,4 +77,18 @@ def _import_file(path: Path) -> ModuleType:
         if isinstance(exc, (KeyboardInterrupt, SystemExit)):
             raise
         raise TargetError(f"importing {path} raised {type(exc).__name__}: {exc}") from exc
+    setattr(parent, name.rpartition(".")[2], module)
     return module
+
+
+_PARENT = "_exportcheck_models"
+
+
+def _parent_package() -> ModuleType:
+    """A namespace for file-target modules, so pickle can import ``parent.child`` back."""
+    parent = sys.modules.get(_PARENT)
+    if parent is None:
+        parent = ModuleType(_PARENT, "Modules imported from case files' file.py:Attr targets.")
+        parent.__path__ = []
+        sys.modules[_PARENT] = parent
+    return parent

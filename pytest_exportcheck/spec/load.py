@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -31,6 +32,8 @@ from pytest_exportcheck.spec.errors import SpecError
 from pytest_exportcheck.spec.semantics import semantic_errors
 from pytest_exportcheck.spec.yaml_lines import LineDict, line_of, load_yaml
 
+CASE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
 
 @dataclass(frozen=True)
 class LoadedCase:
@@ -53,7 +56,13 @@ def case_schema() -> dict[str, Any]:
 def _validator() -> Any:
     import jsonschema  # deferred: only case collection needs it
 
-    return jsonschema.Draft202012Validator(case_schema())
+    base = jsonschema.Draft202012Validator
+    # JSON Schema counts 2.0 as an integer; `steps: 2.0` or `shape: [2.0]` would
+    # then only fail deep inside torch. YAML distinguishes them, so do we.
+    strict_integers = base.TYPE_CHECKER.redefine(
+        "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool)
+    )
+    return jsonschema.validators.extend(base, type_checker=strict_integers)(case_schema())
 
 
 def load_case_file(path: Path) -> list[LoadedCase]:
@@ -80,7 +89,14 @@ def load_case_file(path: Path) -> list[LoadedCase]:
         raise SpecError("a case file is a mapping with a top-level `cases:` key", path, 1)
 
     errors = list(_validator().iter_errors(document))
-    file_errors = [e for e in errors if len(e.absolute_path) < 2 or e.absolute_path[0] != "cases"]
+    file_errors = [
+        e
+        for e in errors
+        if (len(e.absolute_path) < 2 or e.absolute_path[0] != "cases")
+        # a bad case name is that case's problem, reported below at its line
+        # (jsonschema reports propertyNames failures as the inner pattern/type error)
+        and not _is_case_name_error(e)
+    ]
     if file_errors:
         raise _to_spec_error(_best(file_errors), document, path)
 
@@ -88,6 +104,13 @@ def load_case_file(path: Path) -> list[LoadedCase]:
     loaded: list[LoadedCase] = []
     for name, raw in cases.items():
         line = cases.key_lines[name]
+        if not isinstance(name, str) or not CASE_NAME.fullmatch(name):
+            message = (
+                f"invalid case name {name!r}: use letters, digits and _, "
+                "starting with a letter or _"
+            )
+            loaded.append(LoadedCase(str(name), line, error=SpecError(message, path, line)))
+            continue
         case_errors = [e for e in errors if list(e.absolute_path)[:2] == ["cases", name]]
         if case_errors:
             error = _to_spec_error(_best(case_errors), document, path)
@@ -101,6 +124,10 @@ def load_case_file(path: Path) -> list[LoadedCase]:
             continue
         loaded.append(LoadedCase(name, line, case=_build_case(name, line, raw, path)))
     return loaded
+
+
+def _is_case_name_error(error: Any) -> bool:
+    return list(error.absolute_path) == ["cases"] and "propertyNames" in error.schema_path
 
 
 def _best(errors: list[Any]) -> Any:
@@ -122,9 +149,6 @@ def _to_spec_error(error: Any, document: Any, path: Path) -> SpecError:
             did_you_mean = f" (did you mean {hint[0]!r}?)" if hint else ""
             message = f"unknown key {key!r} in {dotted}{did_you_mean}; allowed: {', '.join(known)}"
             return SpecError(message, path, line_of(document, [*where, key]))
-    if error.validator == "propertyNames":
-        message = f"invalid case name {error.instance!r}: use letters, digits and _"
-        return SpecError(message, path, line_of(document, [*where, error.instance]))
     if error.validator == "enum":
         allowed = ", ".join(str(v) for v in error.validator_value)
         message = f"{dotted}: {error.instance!r} is not one of: {allowed}"

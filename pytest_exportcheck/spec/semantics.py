@@ -7,6 +7,7 @@ tensor is built: an author learns about ``high`` missing before torch is loaded.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -71,6 +72,18 @@ def _tensor_specs(value: Any, where: list[Any]) -> Iterator[Problem]:
                 yield from _tensor_specs(item, [*where, key])
 
 
+# Inclusive value ranges of the integer dtypes, for randint bounds and `full` values.
+INTEGER_RANGES = {
+    "int8": (-(2**7), 2**7 - 1),
+    "uint8": (0, 2**8 - 1),
+    "int16": (-(2**15), 2**15 - 1),
+    "int32": (-(2**31), 2**31 - 1),
+    "int": (-(2**31), 2**31 - 1),
+    "int64": (-(2**63), 2**63 - 1),
+    "long": (-(2**63), 2**63 - 1),
+}
+
+
 def _tensor_spec(spec: dict[str, Any], where: list[Any]) -> Iterator[Problem]:
     dtype = spec.get("dtype", "float32")
     is_float = dtype in FLOAT_DTYPES or dtype in COMPLEX_DTYPES
@@ -84,15 +97,17 @@ def _tensor_spec(spec: dict[str, Any], where: list[Any]) -> Iterator[Problem]:
             f"{MAX_TENSOR_ELEMENTS}",
             [*where, "shape"],
         )
+    if spec.get("requires_grad") and not is_float:
+        yield (f"requires_grad needs a floating dtype, not {dtype!r}", [*where, "requires_grad"])
+    for bound in ("low", "high"):
+        value = spec.get(bound)
+        if isinstance(value, float) and not math.isfinite(value):
+            yield (f"`{bound}` must be finite, not {value}", [*where, bound])
+            return
     if init in ("randn", "rand") and not is_float:
         yield (f"init {init!r} needs a floating dtype, not {dtype!r}", [*where, "init"])
     if init == "randint":
-        if dtype == "bool":
-            return
-        if "high" not in spec:
-            yield ("init 'randint' needs `high` (exclusive upper bound)", where)
-        elif spec.get("low", 0) >= spec["high"]:
-            yield (f"low ({spec.get('low', 0)}) must be below high ({spec['high']})", where)
+        yield from _randint_bounds(spec, dtype, where)
     elif "low" in spec or "high" in spec:
         if init != "rand":
             yield (f"`low`/`high` apply to init 'randint' or 'rand', not {init!r}", where)
@@ -102,3 +117,30 @@ def _tensor_spec(spec: dict[str, Any], where: list[Any]) -> Iterator[Problem]:
         yield ("init 'full' needs `value`", where)
     if init != "full" and "value" in spec:
         yield (f"`value` applies to init 'full', not {init!r}", [*where, "value"])
+    if init == "full" and dtype in INTEGER_RANGES and "value" in spec:
+        lowest, highest = INTEGER_RANGES[dtype]
+        value = spec["value"]
+        if isinstance(value, float) or not lowest <= value <= highest:
+            yield (f"value {value!r} is not a {dtype} (range {lowest}..{highest})", where)
+
+
+def _randint_bounds(spec: dict[str, Any], dtype: str, where: list[Any]) -> Iterator[Problem]:
+    if dtype == "bool":
+        if "low" in spec or "high" in spec:
+            yield ("a random bool tensor takes no `low`/`high` (it draws 0 or 1)", where)
+        return
+    if "high" not in spec:
+        yield ("init 'randint' needs `high` (exclusive upper bound)", where)
+        return
+    low, high = spec.get("low", 0), spec["high"]
+    if isinstance(low, float) or isinstance(high, float):
+        yield (f"randint bounds must be integers, not low={low!r} high={high!r}", where)
+    elif low >= high:
+        yield (f"low ({low}) must be below high ({high})", where)
+    elif dtype in INTEGER_RANGES:
+        lowest, highest = INTEGER_RANGES[dtype]
+        if low < lowest or high - 1 > highest:
+            yield (
+                f"randint range [{low}, {high}) does not fit {dtype} ({lowest}..{highest})",
+                where,
+            )

@@ -34,11 +34,26 @@ class DuplicateKeyError(yaml.MarkedYAMLError):
 class LineLoader(yaml.SafeLoader):
     """``SafeLoader`` building :class:`LineDict` / :class:`LineList` with positions."""
 
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        # PyYAML's scalar constructors raise plain ValueError/KeyError/... for
+        # text they cannot read (`2024-02-30`, `!!int x`); give them a position.
+        try:
+            return super().construct_object(node, deep=deep)
+        except yaml.YAMLError:
+            raise
+        except (ValueError, KeyError, AttributeError, TypeError, OverflowError) as exc:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"cannot read {node.value!r} as {node.tag}: {exc}", node.start_mark
+            ) from None
+
     def construct_line_mapping(self, node: yaml.MappingNode, deep: bool = False) -> LineDict:
+        merge_tag = "tag:yaml.org,2002:merge"
+        explicit = {id(key) for key, _ in node.value if key.tag != merge_tag}
         self.flatten_mapping(node)
         mapping = LineDict()
         mapping.line = node.start_mark.line + 1
         mapping.key_lines = {}
+        merged: set[Any] = set()  # keys brought in by `<<: *anchor`: explicit keys override
         for key_node, value_node in node.value:
             key = self.construct_object(key_node, deep=True)
             try:
@@ -50,7 +65,7 @@ class LineLoader(yaml.SafeLoader):
                     "found an unhashable key",
                     key_node.start_mark,
                 ) from None
-            if key in mapping:
+            if key in mapping and key not in merged:
                 first = mapping.key_lines[key]
                 raise DuplicateKeyError(
                     "while constructing a mapping",
@@ -58,6 +73,9 @@ class LineLoader(yaml.SafeLoader):
                     f"found duplicate key {key!r} (first defined on line {first})",
                     key_node.start_mark,
                 )
+            merged.discard(key)
+            if id(key_node) not in explicit:
+                merged.add(key)
             mapping[key] = self.construct_object(value_node, deep=True)
             mapping.key_lines[key] = key_node.start_mark.line + 1
         return mapping
