@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from _pytest._code.code import TerminalRepr
+from _pytest._io import TerminalWriter
 
 from pytest_exportcheck.spec import Case, SpecError, load_case_file
 
@@ -96,7 +98,7 @@ class CheckItem(pytest.Item):
             text = f"{self.case.location}: {self.case.name} [{self.capture}]\n{error.render()}"
             if self.config.get_verbosity() >= 2 and error.__cause__ is not None:
                 text += "\n\n" + _full_traceback(error.__cause__)
-            return text
+            return FailureRepr(text, headline=error.render().splitlines()[0])
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Any, int, str]:
@@ -116,11 +118,35 @@ class BrokenCaseItem(pytest.Item):
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, SpecError):
-            return f"[case] {excinfo.value}"
+            text = f"[case] {excinfo.value}"
+            return FailureRepr(text, headline=text)
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Any, int, str]:
         return self.path, (self.error.line or 1) - 1, f"{self.name} (invalid case)"
+
+
+class _Crash:
+    """What pytest's short summary and junitxml's ``message`` read: one line."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+
+class FailureRepr(TerminalRepr):
+    """A failure told in the plugin's words, with a one-line headline for summaries.
+
+    Without a headline pytest's short test summary (untruncated under CI)
+    would repeat the whole multi-line report.
+    """
+
+    def __init__(self, text: str, *, headline: str) -> None:
+        self.text = text
+        self.reprcrash = _Crash(headline)
+
+    def toterminal(self, tw: TerminalWriter) -> None:
+        for line in self.text.splitlines():
+            tw.line(line)
 
 
 def _full_traceback(exc: BaseException) -> str:
