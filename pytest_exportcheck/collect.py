@@ -78,6 +78,7 @@ class CheckItem(pytest.Item):
         from pytest_exportcheck.failures import CheckFailure
 
         record = self._session.capture_for(self)
+        self.user_properties.append(("exportcheck_capture_seconds", round(record.seconds, 4)))
         findings = CHECKS[self.check](self.case, record)
         if findings:
             raise CheckFailure(self.check, self.capture, findings)

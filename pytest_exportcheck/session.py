@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from collections import Counter, OrderedDict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
 if TYPE_CHECKING:
     from pytest_exportcheck.capture import CaptureRecord
     from pytest_exportcheck.collect import CheckItem
+    from pytest_exportcheck.failures import ExportCheckError
     from pytest_exportcheck.subject import Subject
 
 CaseKey = tuple[str, str]  # (case file, case name)
@@ -27,9 +28,17 @@ CaptureKey = tuple[str, str, str]  # (case file, case name, capture)
 class _Failed:
     """A memoized failure of a stage, and the node that reported it in full."""
 
-    def __init__(self, error: Exception, reported_by: str) -> None:
+    def __init__(self, error: ExportCheckError, reported_by: str) -> None:
         self.error = error
         self.reported_by = reported_by
+
+    def raise_for(self, item: CheckItem) -> NoReturn:
+        """The full error for the item that met it first; a one-line pointer for the others."""
+        from pytest_exportcheck.failures import DependencyFailed
+
+        if self.reported_by == item.nodeid:
+            raise self.error
+        raise DependencyFailed(self.error, self.reported_by)
 
 
 class ExportCheckSession:
@@ -60,7 +69,7 @@ class ExportCheckSession:
     def capture_for(self, item: CheckItem) -> CaptureRecord:
         """The subject, its eager observation and the capture, each built once and memoized."""
         from pytest_exportcheck.capture import capture
-        from pytest_exportcheck.failures import DependencyFailed, ExportCheckError
+        from pytest_exportcheck.failures import ExportCheckError
 
         subject = self._subject_for(item)
         cached = self._captures.get(item.capture_key)
@@ -74,14 +83,11 @@ class ExportCheckSession:
                 self._captures.popitem(last=False)
         self._captures.move_to_end(item.capture_key)
         if isinstance(cached, _Failed):
-            if cached.reported_by == item.nodeid:
-                raise cached.error
-            assert isinstance(cached.error, ExportCheckError)
-            raise DependencyFailed(cached.error, cached.reported_by)
+            cached.raise_for(item)
         return cached
 
     def _subject_for(self, item: CheckItem) -> Subject:
-        from pytest_exportcheck.failures import DependencyFailed, ExportCheckError
+        from pytest_exportcheck.failures import ExportCheckError
         from pytest_exportcheck.subject import Subject
 
         cached = self._subjects.get(item.case_key)
@@ -93,10 +99,7 @@ class ExportCheckSession:
                 cached = _Failed(exc, item.nodeid)
             self._subjects[item.case_key] = cached
         if isinstance(cached, _Failed):
-            if cached.reported_by == item.nodeid:
-                raise cached.error
-            assert isinstance(cached.error, ExportCheckError)
-            raise DependencyFailed(cached.error, cached.reported_by)
+            cached.raise_for(item)
         return cached
 
     def release(self, item: CheckItem) -> None:

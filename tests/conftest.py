@@ -50,3 +50,9 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     pytester.mkdir("cases")
     (pytester.path / "cases" / "models.py").write_text(MODELS)
     return pytester
+
+
+@pytest.fixture(params=["one-process", "xdist-2"])
+def dist(request: pytest.FixtureRequest) -> list[str]:
+    """Extra pytest args: the same behaviour must hold with and without pytest-xdist."""
+    return ["-n", "2"] if request.param == "xdist-2" else ["-p", "no:xdist"]

@@ -10,10 +10,12 @@ def good_file(pytester: pytest.Pytester) -> None:
     write_cases(pytester, MLP_CASE, "cases/good.yaml")
 
 
-def test_malformed_yaml_fails_one_item_and_the_rest_runs(project: pytest.Pytester) -> None:
+def test_malformed_yaml_fails_one_item_and_the_rest_runs(
+    project: pytest.Pytester, dist: list[str]
+) -> None:
     good_file(project)
     write_cases(project, "cases:\n  broken: {description: [unclosed\n", "cases/bad.yaml")
-    result = project.runpytest("--exportcheck")
+    result = project.runpytest("--exportcheck", *dist)
     result.assert_outcomes(passed=4, failed=1)
     result.stdout.fnmatch_lines(
         ["*[[]case[]] cases/bad.yaml:3: invalid YAML: *", "FAILED cases/bad.yaml::load*"]
@@ -21,7 +23,9 @@ def test_malformed_yaml_fails_one_item_and_the_rest_runs(project: pytest.Pyteste
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
-def test_unknown_key_names_the_line_and_suggests_the_key(project: pytest.Pytester) -> None:
+def test_unknown_key_names_the_line_and_suggests_the_key(
+    project: pytest.Pytester, dist: list[str]
+) -> None:
     write_cases(
         project,
         MLP_CASE
@@ -32,7 +36,7 @@ def test_unknown_key_names_the_line_and_suggests_the_key(project: pytest.Pyteste
     captrues: [export]
 """,
     )
-    result = project.runpytest("--exportcheck")
+    result = project.runpytest("--exportcheck", *dist)
     result.assert_outcomes(passed=4, failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -42,9 +46,9 @@ def test_unknown_key_names_the_line_and_suggests_the_key(project: pytest.Pyteste
     )
 
 
-def test_wrong_type_names_the_line(project: pytest.Pytester) -> None:
+def test_wrong_type_names_the_line(project: pytest.Pytester, dist: list[str]) -> None:
     write_cases(project, MLP_CASE.replace("[2, 4]", "[2, four]"))
-    result = project.runpytest("--exportcheck")
+    result = project.runpytest("--exportcheck", *dist)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -53,21 +57,23 @@ def test_wrong_type_names_the_line(project: pytest.Pytester) -> None:
     )
 
 
-def test_duplicate_case_name_is_an_error_not_a_silent_override(project: pytest.Pytester) -> None:
+def test_duplicate_case_name_is_an_error_not_a_silent_override(
+    project: pytest.Pytester, dist: list[str]
+) -> None:
     write_cases(project, MLP_CASE + MLP_CASE.replace("cases:\n", ""))
-    result = project.runpytest("--exportcheck")
+    result = project.runpytest("--exportcheck", *dist)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         ["*cases/main.yaml:7: invalid YAML: *duplicate key 'mlp' (first defined on line 2)*"]
     )
 
 
-def test_unimportable_model_is_a_case_error(project: pytest.Pytester) -> None:
+def test_unimportable_model_is_a_case_error(project: pytest.Pytester, dist: list[str]) -> None:
     good_file(project)
     write_cases(
         project, MLP_CASE.replace("models.py:Mlp", "no_such_pkg.models:Net"), "cases/bad.yaml"
     )
-    result = project.runpytest("--exportcheck")
+    result = project.runpytest("--exportcheck", *dist)
     result.assert_outcomes(passed=4, failed=4)
     result.stdout.fnmatch_lines(
         [
@@ -77,9 +83,11 @@ def test_unimportable_model_is_a_case_error(project: pytest.Pytester) -> None:
     )
 
 
-def test_target_that_is_not_a_module_is_a_case_error(project: pytest.Pytester) -> None:
+def test_target_that_is_not_a_module_is_a_case_error(
+    project: pytest.Pytester, dist: list[str]
+) -> None:
     write_cases(project, MLP_CASE.replace("models.py:Mlp", "models.py:not_a_module"))
-    result = project.runpytest("--exportcheck")
+    result = project.runpytest("--exportcheck", *dist)
     result.assert_outcomes(failed=4)
     result.stdout.fnmatch_lines(
         [
@@ -130,8 +138,8 @@ def test_full_traceback_with_very_verbose(project: pytest.Pytester) -> None:
     )
 
 
-def test_bad_tensor_spec_is_caught_at_collection(project: pytest.Pytester) -> None:
+def test_bad_tensor_spec_is_caught_at_collection(project: pytest.Pytester, dist: list[str]) -> None:
     write_cases(project, MLP_CASE.replace("{shape: [2, 4]}", "{shape: [2, 4], dtype: int64}"))
-    result = project.runpytest("--exportcheck")
+    result = project.runpytest("--exportcheck", *dist)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*cases/main.yaml:5: init 'randint' needs `high`*"])

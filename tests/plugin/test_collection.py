@@ -76,7 +76,7 @@ def test_yaml_outside_case_dirs_is_ignored_unless_named(project: pytest.Pytester
     named.stdout.fnmatch_lines(["other/x.yaml::mlp::signature*", "4 tests collected*"])
 
 
-def test_xfail_scoped_to_a_capture_and_check(project: pytest.Pytester) -> None:
+def test_xfail_scoped_to_a_capture_and_check(project: pytest.Pytester, dist: list[str]) -> None:
     write_cases(
         project,
         """
@@ -89,7 +89,7 @@ def test_xfail_scoped_to_a_capture_and_check(project: pytest.Pytester) -> None:
             xfail: {reason: "python-side state is baked into the graph", checks: [mutation]}
         """,
     )
-    result = project.runpytest("--exportcheck", "-q", "-rxX")
+    result = project.runpytest("--exportcheck", "-q", "-rxX", *dist)
     result.assert_outcomes(passed=1, xfailed=1)
     result.stdout.fnmatch_lines(["XFAIL*mutation*python-side state is baked into the graph"])
 

@@ -16,8 +16,8 @@ cases:
 """
 
 
-def run_signature(pytester: pytest.Pytester) -> pytest.RunResult:
-    return pytester.runpytest("--exportcheck", "-k", "signature")
+def run_signature(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest("--exportcheck", "-k", "signature", *args)
 
 
 def test_tied_weights_pass_in_both_modes(project: pytest.Pytester) -> None:
@@ -26,7 +26,9 @@ def test_tied_weights_pass_in_both_modes(project: pytest.Pytester) -> None:
     run_signature(project).assert_outcomes(passed=2)
 
 
-def test_expected_placeholders_mismatch_shows_a_diff(project: pytest.Pytester) -> None:
+def test_expected_placeholders_mismatch_shows_a_diff(
+    project: pytest.Pytester, dist: list[str]
+) -> None:
     write_cases(
         project,
         MLP_CASE
@@ -37,7 +39,7 @@ def test_expected_placeholders_mismatch_shows_a_diff(project: pytest.Pytester) -
         - {name: x, kind: user_input, target: "args[0]"}
 """,
     )
-    result = run_signature(project)
+    result = run_signature(project, *dist)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
