@@ -9,12 +9,13 @@ collection error, which would stop the whole run) that names ``file:line``.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 from _pytest._code.code import TerminalRepr
 from _pytest._io import TerminalWriter
 
+from pytest_exportcheck.devices import is_accelerator
 from pytest_exportcheck.spec import Case, SpecError, load_case_file
 
 
@@ -39,49 +40,83 @@ class CaseNode(pytest.Collector):
         self.case = case
 
     def collect(self) -> Iterator[pytest.Item]:
-        for capture in self.case.captures:
-            for check in self.case.checks:
-                yield CheckItem.from_parent(
-                    self, name=item_name(check, capture), case=self.case, capture=capture,
-                    check=check,
-                )  # fmt: skip
+        devices = self.session.config.pluginmanager.get_plugin("exportcheck-session").devices
+        for device in devices.for_case(self.case):
+            for capture in self.case.captures:
+                for check in self.case.checks:
+                    if check == "moved" and not is_accelerator(device):
+                        continue  # moving a CPU export to the CPU checks nothing new
+                    yield CheckItem.from_parent(
+                        self, name=item_name(check, capture, device), case=self.case,
+                        capture=capture, check=check, device=device,
+                    )  # fmt: skip
 
     def reportinfo(self) -> tuple[Any, int, str]:
         return self.path, self.case.line - 1, self.case.name
 
 
-def item_name(check: str, capture: str, device: str = "cpu") -> str:
-    # Parity is where the device matters; its id says which one ran.
-    return f"{check}[{capture}-{device}]" if check == "parity" else f"{check}[{capture}]"
+def item_name(check: str, capture: str, device: str) -> str:
+    return f"{check}[{capture}-{device}]"
+
+
+def split_item_name(name: str) -> tuple[str, str, str] | None:
+    """``parity[export-strict-cuda:0]`` → ``("parity", "export-strict", "cuda:0")``."""
+    check, bracket, rest = name.partition("[")
+    if not bracket or not rest.endswith("]"):
+        return None
+    capture, dash, device = rest[:-1].rpartition("-")
+    return (check, capture, device) if dash else None
 
 
 class CheckItem(pytest.Item):
-    """One check of one capture of one case."""
+    """One check of one capture of one case on one device."""
 
-    def __init__(self, *, case: Case, capture: str, check: str, **kwargs: Any) -> None:
+    def __init__(self, *, case: Case, capture: str, check: str, device: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.case = case
         self.capture = capture
         self.check = check
-        self.case_key = (str(case.path), case.name)
-        self.capture_key = (str(case.path), case.name, capture)
+        self.device = device
         self.add_marker(pytest.mark.exportcheck)
-        xfail = case.xfail_for(capture, check)
+        xfail = case.xfail_for(capture, check, device)
         if xfail is not None:
             self.add_marker(pytest.mark.xfail(reason=xfail.reason, strict=xfail.strict))
-        self.user_properties.append(("exportcheck_case", case.name))
-        self.user_properties.append(("exportcheck_capture", capture))
-        self.user_properties.append(("exportcheck_check", check))
+        self.user_properties += [
+            ("exportcheck_case", case.name),
+            ("exportcheck_capture", capture),
+            ("exportcheck_check", check),
+            ("exportcheck_device", device),
+        ]
+
+    def subject_key(self, device: str | None = None) -> tuple[str, ...]:
+        return (str(self.case.path), self.case.name, device or self.device)
+
+    def capture_key(self, device: str | None = None) -> tuple[str, ...]:
+        return (*self.subject_key(device), self.capture)
+
+    def needs(self) -> list[tuple[str, ...]]:
+        """The cached subjects and captures this item uses (released after their last user)."""
+        keys = [self.subject_key(), self.capture_key()]
+        if self.check == "moved":  # the CPU export, moved to this item's device
+            keys += [self.subject_key("cpu"), self.capture_key("cpu")]
+        return keys
 
     def runtest(self) -> None:
-        from pytest_exportcheck.checks import CHECKS
+        from pytest_exportcheck.checks import CHECKS, not_applicable
+        from pytest_exportcheck.devices import unavailable_reason
         from pytest_exportcheck.failures import CheckFailure
 
-        record = self._session.capture_for(self)
+        reason = not_applicable(self.check, self.device)
+        if reason is not None:
+            _skip_here(f"not applicable: {reason}")
+        reason = unavailable_reason(self.device)
+        if reason is not None:
+            _skip_here(reason)
+        record = self._session.record_for(self)
         self.user_properties.append(("exportcheck_capture_seconds", round(record.seconds, 4)))
         findings = CHECKS[self.check](self.case, record)
         if findings:
-            raise CheckFailure(self.check, self.capture, findings)
+            raise CheckFailure(self.check, f"{self.capture} on {self.device}", findings)
 
     def teardown(self) -> None:
         self._session.release(self)
@@ -96,7 +131,8 @@ class CheckItem(pytest.Item):
         error = excinfo.value
         if isinstance(error, ExportCheckError):
             self.user_properties.append(("exportcheck_stage", error.stage))
-            text = f"{self.case.location}: {self.case.name} [{self.capture}]\n{error.render()}"
+            where = f"{self.case.name} [{self.capture} on {self.device}]"
+            text = f"{self.case.location}: {where}\n{error.render()}"
             if self.config.get_verbosity() >= 2 and error.__cause__ is not None:
                 text += "\n\n" + _full_traceback(error.__cause__)
             return FailureRepr(text, headline=error.render().splitlines()[0])
@@ -125,6 +161,11 @@ class BrokenCaseItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Any, int, str]:
         return self.path, (self.error.line or 1) - 1, f"{self.name} (invalid case)"
+
+
+def _skip_here(reason: str) -> NoReturn:
+    """Skip, reported at the case's location rather than at this line of the plugin."""
+    raise pytest.skip.Exception(reason, _use_item_location=True)
 
 
 class _Crash:

@@ -31,6 +31,13 @@ def clone_tree(tree: T) -> T:
     return pytree.tree_map(clone, tree)
 
 
+def to_device(tree: T, device: str) -> T:
+    """Move every tensor leaf to ``device``."""
+    return pytree.tree_map(
+        lambda leaf: leaf.to(device) if isinstance(leaf, torch.Tensor) else leaf, tree
+    )
+
+
 def private_copy(obj: T) -> T:
     """A deep copy: its tensors share no storage with ``obj``'s."""
     with quiet_torch_internals():

@@ -24,6 +24,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="collect YAML model cases and check them through torch.export.",
     )
+    group.addoption(
+        "--exportcheck-devices",
+        dest="exportcheck_devices",
+        default=None,
+        metavar="LIST",
+        help="devices to check, comma-separated: cpu (default), cuda, cuda:1, xpu, mps, meta, "
+        "or all (every discovered device). A case's `devices:` narrows it.",
+    )
+    group.addoption(
+        "--exportcheck-share-gpus",
+        action="store_true",
+        default=False,
+        help="under pytest-xdist, let several workers use one accelerator at a time "
+        "(by default each accelerator's items run on one worker only).",
+    )
+    parser.addini(
+        "exportcheck_devices",
+        default="cpu",
+        help="default for --exportcheck-devices.",
+    )
     parser.addini(
         "exportcheck_paths",
         type="args",

@@ -1,28 +1,40 @@
-"""Per-process state of an ``--exportcheck`` run: which files are cases, and the capture cache.
+"""Per-process state of an ``--exportcheck`` run: case files, devices, and the capture cache.
 
-One export per (case, capture) per process serves every item that needs it.
-Items are counted at the end of collection (after ``-k`` / ``-m`` deselection),
-and a capture is dropped as soon as its last item has run; an LRU bound keeps
-memory flat even where counts overestimate (an xdist worker collects every
-item but runs only some).
+One subject (eager model and inputs) per (case, device) and one capture per
+(case, device, capture path) serve every item that needs them. Items are
+counted at the end of collection (after ``-k`` / ``-m`` deselection), and a
+subject or capture is dropped as soon as its last item has run — with
+accelerator memory handed back. An LRU bound on captures keeps memory flat
+even where counts overestimate (an xdist worker collects every item but runs
+only some).
 """
 
 from __future__ import annotations
 
 from collections import Counter, OrderedDict
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
+from pytest_exportcheck.devices import (
+    DeviceError,
+    discover,
+    is_accelerator,
+    parse_request,
+    select,
+)
+
 if TYPE_CHECKING:
     from pytest_exportcheck.capture import CaptureRecord
     from pytest_exportcheck.collect import CheckItem
     from pytest_exportcheck.failures import ExportCheckError
+    from pytest_exportcheck.spec import Case
     from pytest_exportcheck.subject import Subject
 
-CaseKey = tuple[str, str]  # (case file, case name)
-CaptureKey = tuple[str, str, str]  # (case file, case name, capture)
+Key = tuple[str, ...]
+WORKER_DEVICES = "exportcheck_devices"  # workerinput key: the controller's discovery
 
 
 class _Failed:
@@ -41,16 +53,41 @@ class _Failed:
         raise DependencyFailed(self.error, self.reported_by)
 
 
+class DeviceSelection:
+    """The devices this run checks, identical on the controller and every worker."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        text = config.getoption("exportcheck_devices") or config.getini("exportcheck_devices")
+        try:
+            self.request = parse_request(text)
+        except DeviceError as exc:
+            raise pytest.UsageError(f"--exportcheck-devices: {exc}") from None
+        workerinput = getattr(config, "workerinput", {})
+        self._handed_down = workerinput.get(WORKER_DEVICES)
+
+    @cached_property
+    def discovered(self) -> list[str]:
+        """What the machine offers: the controller's answer on workers (collections must match)."""
+        if self._handed_down is not None:
+            return parse_request(self._handed_down)
+        return discover()
+
+    def for_case(self, case: Case) -> list[str]:
+        # Discovery (and so torch) is only needed where the request must be expanded.
+        needs_discovery = any(":" not in e and e not in ("cpu", "meta") for e in self.request)
+        return select(self.request, self.discovered if needs_discovery else [], case.devices)
+
+
 class ExportCheckSession:
     def __init__(self, config: pytest.Config, case_dirs: list[Path]) -> None:
         self.config = config
         self.case_dirs = case_dirs
         self.explicit_files = {Path(arg.split("::")[0]).resolve() for arg in config.args}
         self.max_captures = max(1, int(config.getini("exportcheck_cache_size")))
-        self._subjects: dict[CaseKey, Subject | _Failed] = {}
-        self._captures: OrderedDict[CaptureKey, CaptureRecord | _Failed] = OrderedDict()
-        self._remaining_by_capture: Counter[CaptureKey] = Counter()
-        self._remaining_by_case: Counter[CaseKey] = Counter()
+        self.devices = DeviceSelection(config)
+        self._subjects: dict[Key, Subject | _Failed] = {}
+        self._captures: OrderedDict[Key, CaptureRecord | _Failed] = OrderedDict()
+        self._remaining: Counter[Key] = Counter()
 
     def is_case_file(self, path: Path) -> bool:
         """YAML under an ``exportcheck_paths`` directory, or named on the command line."""
@@ -63,54 +100,81 @@ class ExportCheckSession:
 
         for item in items:
             if isinstance(item, CheckItem):
-                self._remaining_by_capture[item.capture_key] += 1
-                self._remaining_by_case[item.case_key] += 1
+                self._remaining.update(item.needs())
 
-    def capture_for(self, item: CheckItem) -> CaptureRecord:
-        """The subject, its eager observation and the capture, each built once and memoized."""
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """xdist controller: hand every worker the same device list."""
+        node.workerinput[WORKER_DEVICES] = ",".join(self.devices.discovered)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        from pytest_exportcheck.scheduler import make_scheduler
+
+        return make_scheduler(config, log)
+
+    def record_for(self, item: CheckItem) -> CaptureRecord:
+        """The capture an item checks; a ``moved`` item gets the CPU export moved to its device."""
+        if item.check != "moved":
+            return self._capture(item, item.device)
+        from pytest_exportcheck.capture.moved import move_capture
+
+        # One item per move, so a failure to move is reported in full right here.
+        return move_capture(self._capture(item, "cpu"), self._subject(item, item.device))
+
+    def _capture(self, item: CheckItem, device: str) -> CaptureRecord:
         from pytest_exportcheck.capture import capture
         from pytest_exportcheck.failures import ExportCheckError
 
-        subject = self._subject_for(item)
-        cached = self._captures.get(item.capture_key)
+        subject = self._subject(item, device)
+        key = item.capture_key(device)
+        cached = self._captures.get(key)
         if cached is None:
             try:
                 cached = capture(item.capture, subject)
             except ExportCheckError as exc:
                 cached = _Failed(exc, item.nodeid)
-            self._captures[item.capture_key] = cached
+            self._captures[key] = cached
             while len(self._captures) > self.max_captures:
                 self._captures.popitem(last=False)
-        self._captures.move_to_end(item.capture_key)
+        self._captures.move_to_end(key)
         if isinstance(cached, _Failed):
             cached.raise_for(item)
         return cached
 
-    def _subject_for(self, item: CheckItem) -> Subject:
+    def _subject(self, item: CheckItem, device: str) -> Subject:
         from pytest_exportcheck.failures import ExportCheckError
         from pytest_exportcheck.subject import Subject
 
-        cached = self._subjects.get(item.case_key)
+        key = item.subject_key(device)
+        cached = self._subjects.get(key)
         if cached is None:
             try:
-                cached = Subject(item.case)
+                cached = Subject(item.case, device)
                 cached.eager  # noqa: B018 - an eager forward that raises is a case error
             except ExportCheckError as exc:
                 cached = _Failed(exc, item.nodeid)
-            self._subjects[item.case_key] = cached
+            self._subjects[key] = cached
         if isinstance(cached, _Failed):
             cached.raise_for(item)
         return cached
 
     def release(self, item: CheckItem) -> None:
-        """Drop the capture (and the subject) once no collected item needs them any more."""
-        self._remaining_by_capture[item.capture_key] -= 1
-        if self._remaining_by_capture[item.capture_key] <= 0:
-            self._captures.pop(item.capture_key, None)
-        self._remaining_by_case[item.case_key] -= 1
-        if self._remaining_by_case[item.case_key] <= 0:
-            self._subjects.pop(item.case_key, None)
+        """Drop subjects and captures once no collected item needs them any more."""
+        freed_devices = set()
+        for key in item.needs():
+            self._remaining[key] -= 1
+            if self._remaining[key] > 0:
+                continue
+            dropped = self._captures.pop(key, None) or self._subjects.pop(key, None)
+            if dropped is not None:
+                freed_devices.add(key[2])
+        for device in freed_devices:
+            if is_accelerator(device):
+                from pytest_exportcheck.devices import free_memory
 
-    def cached_captures(self) -> list[Any]:
+                free_memory(device)
+
+    def cached_captures(self) -> list[Key]:
         """For tests: the keys of captures alive now."""
         return list(self._captures)

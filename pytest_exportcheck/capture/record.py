@@ -60,6 +60,10 @@ class CaptureRecord:
     seconds: float
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def device(self) -> str:
+        return self.subject.device
+
     def state_tensor(self, target: str) -> torch.Tensor | None:
         """The tensor the program holds for a lifted parameter/buffer/constant FQN."""
         if target in self.program.state_dict:

@@ -1,7 +1,8 @@
 """The checks: each is ``check(case, record) -> findings`` (an empty list means it passed).
 
 To add a check: write ``checks/<name>.py`` with one such function, register it
-in ``CHECKS`` and add its name to ``checkName`` in ``case.schema.json``.
+in ``CHECKS``, add its name to ``checkName`` in ``case.schema.json`` and to
+``ALL_CHECKS`` in ``spec/case.py``.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from collections.abc import Callable
 
 from pytest_exportcheck.capture import CaptureRecord
 from pytest_exportcheck.checks.hierarchy import check_hierarchy
+from pytest_exportcheck.checks.moved import check_moved
 from pytest_exportcheck.checks.mutation import check_mutation
 from pytest_exportcheck.checks.parity import check_parity
 from pytest_exportcheck.checks.signature import check_signature
@@ -22,4 +24,15 @@ CHECKS: dict[str, Check] = {
     "hierarchy": check_hierarchy,
     "mutation": check_mutation,
     "parity": check_parity,
+    "moved": check_moved,
 }
+
+# Checks that compare values have nothing to compare on the meta device.
+VALUE_CHECKS = ("mutation", "parity", "moved")
+
+
+def not_applicable(check: str, device: str) -> str | None:
+    """Why ``check`` cannot say anything on ``device`` (reported as a skip, never a pass)."""
+    if device == "meta" and check in VALUE_CHECKS:
+        return "meta tensors carry no values, so there is nothing to compare"
+    return None

@@ -22,10 +22,10 @@ from collections.abc import Callable
 
 import torch
 
-from pytest_exportcheck.capture.record import STATE_KINDS, CaptureRecord, DecompositionError
-from pytest_exportcheck.compare import Tolerance, compare_trees
+from pytest_exportcheck.capture.record import CaptureRecord, DecompositionError
+from pytest_exportcheck.compare import Tolerance
 from pytest_exportcheck.failures import describe_exception
-from pytest_exportcheck.runs import Step, run_steps
+from pytest_exportcheck.runs import compare_step, lifted_state, run_steps
 from pytest_exportcheck.spec import Case
 
 DIALECT = "the decomposed program (ep.run_decompositions())"
@@ -96,14 +96,7 @@ def _stepped_runs(case: Case, record: CaptureRecord) -> list[str]:
         eager_steps = run_steps(subject.model_copy(), inputs, steps=steps, seed=case.seed)
     except Exception as exc:
         return [describe_exception(exc, context="eager raised on a repeated call")]
-    # State forward never reads is not lifted (strict export), and a runnable
-    # module need not carry it; everything lifted must be there and agree.
-    lifted = {
-        alias
-        for p in record.placeholders
-        if p.kind in STATE_KINDS and p.target
-        for alias in subject.tensor_groups.get(p.target, (p.target,))
-    }
+    lifted = lifted_state(record)
     findings = []
     sides: list[tuple[str, Callable[[], torch.nn.Module]]] = [
         ("ep.module()", record.fresh_module),
@@ -116,41 +109,11 @@ def _stepped_runs(case: Case, record: CaptureRecord) -> list[str]:
             findings.append(describe_exception(exc, context=f"running {label} raised"))
             continue
         for index, (want, got) in enumerate(zip(eager_steps, runs, strict=True), start=1):
-            problems = _compare_step(want, got, label, lifted, subject.tensor_groups, tolerance)
+            problems = compare_step(want, got, label, lifted, subject.tensor_groups, tolerance)
             if problems:
                 findings += [f"after step {index}/{steps}: {p}" for p in problems]
                 break  # later steps only repeat a divergence that has already happened
     return findings
-
-
-def _compare_step(
-    want: Step,
-    got: Step,
-    label: str,
-    lifted: set[str],
-    groups: dict[str, tuple[str, ...]],
-    tolerance: Tolerance,
-) -> list[str]:
-    names = ("eager", label)
-    problems = compare_trees(want.output, got.output, tolerance=tolerance, names=names)
-    for fqn, eager_value in want.state.items():
-        # A module may keep one name of a tied/shared tensor; any alias will do.
-        held = next((got.state[a] for a in groups.get(fqn, (fqn,)) if a in got.state), None)
-        if held is None and fqn not in lifted:
-            continue
-        if held is None:
-            problems.append(f"{label} has no parameter or buffer {fqn!r}")
-            continue
-        problems += compare_trees(
-            eager_value, held, tolerance=tolerance, root=f"state {fqn!r}", names=names
-        )
-    got_inputs = dict(got.inputs)
-    for path, value in want.inputs:
-        if isinstance(value, torch.Tensor):
-            problems += compare_trees(
-                value, got_inputs.get(path), tolerance=tolerance, root=f"input {path}", names=names
-            )
-    return problems
 
 
 def _show(names: object) -> str:

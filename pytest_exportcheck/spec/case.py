@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ALL_CHECKS: tuple[str, ...] = ("signature", "hierarchy", "mutation", "parity")
+ALL_CHECKS: tuple[str, ...] = ("signature", "hierarchy", "mutation", "parity", "moved")
 DEFAULT_CAPTURES: tuple[str, ...] = ("export",)
 DEFAULT_MUTATION_STEPS = 3
 DEFAULT_PARITY_STEPS = 1
@@ -18,6 +18,11 @@ def display_path(path: Path) -> str:
         return str(path.relative_to(Path.cwd()))
     except ValueError:
         return str(path)
+
+
+def device_matches(device: str, names: tuple[str, ...]) -> bool:
+    """``cuda:1`` matches ``cuda:1`` and ``cuda``."""
+    return device in names or device.split(":")[0] in names
 
 
 @dataclass(frozen=True)
@@ -69,11 +74,14 @@ class XfailSpec:
     reason: str
     captures: tuple[str, ...] | None = None
     checks: tuple[str, ...] | None = None
+    devices: tuple[str, ...] | None = None
     strict: bool = True
 
-    def applies_to(self, capture: str, check: str) -> bool:
-        return (self.captures is None or capture in self.captures) and (
-            self.checks is None or check in self.checks
+    def applies_to(self, capture: str, check: str, device: str) -> bool:
+        return (
+            (self.captures is None or capture in self.captures)
+            and (self.checks is None or check in self.checks)
+            and (self.devices is None or device_matches(device, self.devices))
         )
 
 
@@ -90,6 +98,7 @@ class Case:
     seed: int = 0
     captures: tuple[str, ...] = DEFAULT_CAPTURES
     checks: tuple[str, ...] = ALL_CHECKS
+    devices: tuple[str, ...] | None = None
     expect: ExpectSpec = field(default_factory=ExpectSpec)
     xfails: tuple[XfailSpec, ...] = ()
 
@@ -106,5 +115,5 @@ class Case:
         """Where relative ``file.py:Attr`` targets are resolved."""
         return self.path.parent
 
-    def xfail_for(self, capture: str, check: str) -> XfailSpec | None:
-        return next((x for x in self.xfails if x.applies_to(capture, check)), None)
+    def xfail_for(self, capture: str, check: str, device: str) -> XfailSpec | None:
+        return next((x for x in self.xfails if x.applies_to(capture, check, device)), None)

@@ -187,6 +187,7 @@ def _build_case(name: str, line: int, raw: dict[str, Any], path: Path) -> Case:
         seed=raw.get("seed", 0),
         captures=tuple(raw.get("captures", DEFAULT_CAPTURES)),
         checks=tuple(c for c in ALL_CHECKS if c in raw.get("checks", ALL_CHECKS)),
+        devices=tuple(raw["devices"]) if "devices" in raw else None,
         expect=ExpectSpec(
             placeholders=None
             if placeholders is None
@@ -210,6 +211,7 @@ def _build_case(name: str, line: int, raw: dict[str, Any], path: Path) -> Case:
                 reason=x["reason"],
                 captures=tuple(x["captures"]) if "captures" in x else None,
                 checks=tuple(x["checks"]) if "checks" in x else None,
+                devices=tuple(x["devices"]) if "devices" in x else None,
                 strict=x.get("strict", True),
             )
             for x in xfail_list

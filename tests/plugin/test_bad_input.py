@@ -110,7 +110,9 @@ def test_eager_forward_that_raises_is_a_case_error_reported_once(project: pytest
         ]
     )
     assert result.stdout.str().count("forward is broken on purpose\n") >= 1
-    result.stdout.fnmatch_lines(["*(full report on cases/bad.yaml::mlp::signature[[]export[]])"])
+    result.stdout.fnmatch_lines(
+        ["*(full report on cases/bad.yaml::mlp::signature[[]export-cpu[]])"]
+    )
 
 
 def test_export_that_raises_is_a_capture_failure_reported_once(project: pytest.Pytester) -> None:
@@ -127,7 +129,7 @@ def test_export_that_raises_is_a_capture_failure_reported_once(project: pytest.P
         ]
     )
     assert out.count("raised from user code:") == 1
-    assert out.count("(full report on cases/bad.yaml::mlp::signature[export])") == 3
+    assert out.count("(full report on cases/bad.yaml::mlp::signature[export-cpu])") == 3
 
 
 def test_full_traceback_with_very_verbose(project: pytest.Pytester) -> None:

@@ -69,7 +69,7 @@ def test_each_capture_is_exported_once_for_all_its_checks(project: pytest.Pytest
 def test_a_capture_is_released_after_its_last_item(project: pytest.Pytester) -> None:
     write_cases(project, TWO_CASES)
     alive = dict(observe(project)["alive"])
-    assert alive["first::signature[export]"] == 1
+    assert alive["first::signature[export-cpu]"] == 1
     assert alive["first::parity[export-cpu]"] == 0  # last item of first[export]
     assert alive["first::parity[export-strict-cpu]"] == 0
     assert alive["second::parity[export-cpu]"] == 0
@@ -79,7 +79,7 @@ def test_deselected_items_do_not_keep_a_capture_alive(project: pytest.Pytester) 
     write_cases(project, TWO_CASES)
     alive = dict(observe(project, "-k", "first and not parity and not strict")["alive"])
     assert alive == {
-        "first::signature[export]": 1,
-        "first::hierarchy[export]": 1,
-        "first::mutation[export]": 0,
+        "first::signature[export-cpu]": 1,
+        "first::hierarchy[export-cpu]": 1,
+        "first::mutation[export-cpu]": 0,
     }

@@ -21,13 +21,13 @@ def test_one_item_per_case_capture_and_check(project: pytest.Pytester) -> None:
     result = project.runpytest("--exportcheck", "--collect-only", "-q")
     result.stdout.fnmatch_lines(
         [
-            "cases/main.yaml::mlp::signature[[]export[]]",
-            "cases/main.yaml::mlp::hierarchy[[]export[]]",
-            "cases/main.yaml::mlp::mutation[[]export[]]",
+            "cases/main.yaml::mlp::signature[[]export-cpu[]]",
+            "cases/main.yaml::mlp::hierarchy[[]export-cpu[]]",
+            "cases/main.yaml::mlp::mutation[[]export-cpu[]]",
             "cases/main.yaml::mlp::parity[[]export-cpu[]]",
-            "cases/main.yaml::mlp::signature[[]export-strict[]]",
-            "cases/main.yaml::mlp::hierarchy[[]export-strict[]]",
-            "cases/main.yaml::mlp::mutation[[]export-strict[]]",
+            "cases/main.yaml::mlp::signature[[]export-strict-cpu[]]",
+            "cases/main.yaml::mlp::hierarchy[[]export-strict-cpu[]]",
+            "cases/main.yaml::mlp::mutation[[]export-strict-cpu[]]",
             "cases/main.yaml::mlp::parity[[]export-strict-cpu[]]",
             "8 tests collected*",
         ]

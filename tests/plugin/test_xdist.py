@@ -54,5 +54,5 @@ def test_two_workers_give_the_same_outcomes_as_one_process(project: pytest.Pytes
     assert single.ret == parallel.ret == pytest.ExitCode.TESTS_FAILED
     assert len(outcomes(single)) == 8 + 4 * 3 + 1
     assert outcomes(parallel) == outcomes(single)
-    assert outcomes(single)["cases/main.yaml::python_state::mutation[export]"] == "XFAIL"
+    assert outcomes(single)["cases/main.yaml::python_state::mutation[export-cpu]"] == "XFAIL"
     assert outcomes(single)["cases/main.yaml::python_state::parity[export-cpu]"] == "FAILED"

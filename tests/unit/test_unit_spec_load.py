@@ -189,9 +189,9 @@ def test_xfail_list_applies_per_capture_and_check(tmp_path):
     (entry,) = load(tmp_path, text)
     case = entry.case
 
-    assert case.xfail_for("export-strict", "signature").reason == "strict only"
-    assert case.xfail_for("export", "parity").reason == "parity only"
-    assert case.xfail_for("export", "signature") is None
+    assert case.xfail_for("export-strict", "signature", "cpu").reason == "strict only"
+    assert case.xfail_for("export", "parity", "cpu").reason == "parity only"
+    assert case.xfail_for("export", "signature", "cpu") is None
     assert all(x.strict for x in case.xfails)
 
 
@@ -315,8 +315,9 @@ def test_unknown_case_key_suggests_the_closest_one(tmp_path):
 
     assert error.line == line_with(text, "captrues")
     assert "unknown key 'captrues' in cases.a (did you mean 'captures'?)" in error.message
-    assert "allowed: captures, checks, description, expect, inputs, model, seed, xfail" in (
-        error.message
+    assert (
+        "allowed: captures, checks, description, devices, expect, inputs, model, seed, xfail"
+        in (error.message)
     )
 
 
@@ -385,7 +386,7 @@ def test_bad_check_names_its_index(tmp_path):
     error = case_error(tmp_path, one_case("    checks: [parity, nope]\n"))
 
     assert error.message == (
-        "cases.a.checks[1]: 'nope' is not one of: signature, hierarchy, mutation, parity"
+        "cases.a.checks[1]: 'nope' is not one of: signature, hierarchy, mutation, parity, moved"
     )
 
 

@@ -1,0 +1,40 @@
+"""The other deployment path: export on CPU, then ``move_to_device_pass`` to the device.
+
+Users who cannot export on the target device (a build box without the GPU)
+ship a CPU export moved over. The moved program is checked against eager on
+the device itself; it shares nothing with the CPU capture it came from.
+"""
+
+from __future__ import annotations
+
+import time
+
+from pytest_exportcheck.capture.record import CaptureRecord
+from pytest_exportcheck.failures import CaptureError, describe_exception
+from pytest_exportcheck.isolation import private_copy, quiet_torch_internals
+from pytest_exportcheck.subject import Subject
+
+
+def move_capture(cpu_record: CaptureRecord, subject: Subject) -> CaptureRecord:
+    from torch.export.passes import move_to_device_pass
+
+    started = time.perf_counter()
+    try:
+        with quiet_torch_internals():
+            program = move_to_device_pass(private_copy(cpu_record.program), subject.device)
+    except Exception as exc:
+        raise CaptureError(
+            describe_exception(
+                exc,
+                context=f"{subject.case.location}: move_to_device_pass(<CPU export>, "
+                f"{subject.device!r}) raised",
+            )
+        ) from exc
+    return CaptureRecord(
+        capture=cpu_record.capture,
+        subject=subject,
+        program=program,
+        placeholders=cpu_record.placeholders,
+        dialect=f"{cpu_record.dialect}, exported on cpu and moved to {subject.device}",
+        seconds=cpu_record.seconds + time.perf_counter() - started,
+    )

@@ -1,0 +1,34 @@
+"""moved: a CPU export moved with ``move_to_device_pass`` behaves like eager on the device.
+
+The record this check reads is the CPU capture after ``move_to_device_pass``
+(see ``capture/moved.py``); eager runs on its own copy on the same device.
+Over ``expect.parity.steps`` calls (at least one), outputs, every lifted
+parameter and buffer, and mutated inputs must agree within tolerance.
+"""
+
+from __future__ import annotations
+
+from pytest_exportcheck.capture.record import CaptureRecord
+from pytest_exportcheck.compare import Tolerance
+from pytest_exportcheck.failures import describe_exception
+from pytest_exportcheck.runs import compare_step, lifted_state, run_steps
+from pytest_exportcheck.spec import Case
+
+
+def check_moved(case: Case, record: CaptureRecord) -> list[str]:
+    subject = record.subject
+    steps = case.expect.parity.steps
+    tolerance = Tolerance(case.expect.parity.atol, case.expect.parity.rtol)
+    inputs = subject.inputs_copy()
+    label = f"moved to {record.device}"
+    try:
+        eager_steps = run_steps(subject.model_copy(), inputs, steps=steps, seed=case.seed)
+        moved_steps = run_steps(record.fresh_module(), inputs, steps=steps, seed=case.seed)
+    except Exception as exc:
+        return [describe_exception(exc, context=f"running the program {label} raised")]
+    lifted = lifted_state(record)
+    for index, (want, got) in enumerate(zip(eager_steps, moved_steps, strict=True), start=1):
+        problems = compare_step(want, got, label, lifted, subject.tensor_groups, tolerance)
+        if problems:
+            return [f"after step {index}/{steps}: {p}" for p in problems]
+    return []

@@ -1,0 +1,113 @@
+"""pytest-xdist scheduling for export checks: one export per worker, one worker per GPU.
+
+A *work unit* is every item of one (case, capture path, device) — they share
+one export, so they go to one worker together. Units on the CPU go to whichever
+worker asks; a unit on an accelerator goes only to the worker that owns that
+accelerator, so no two workers use one GPU at the same time. Ownership is
+dealt round-robin over the workers when scheduling starts (``cuda:0`` to the
+first, ``cuda:1`` to the second, ...) and moves only when an owner dies.
+``--exportcheck-share-gpus`` turns ownership off.
+
+Builds on xdist's ``LoadScopeScheduling``: it already schedules units; this
+class says what a unit is (``_split_scope``) and which worker may take it
+(``_assign_work_unit``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from xdist.scheduler import LoadScopeScheduling
+
+from pytest_exportcheck.collect import split_item_name
+from pytest_exportcheck.devices import KNOWN_KINDS, is_accelerator
+
+# --dist modes that only ask "balance the load"; `each` and `no` mean something else.
+BALANCING_MODES = ("load", "loadscope", "loadfile", "loadgroup", "worksteal")
+
+
+def make_scheduler(config: pytest.Config, log: Any) -> DeviceAwareScheduling | None:
+    if not config.getoption("exportcheck") or config.getoption("dist") not in BALANCING_MODES:
+        return None
+    return DeviceAwareScheduling(config, log)
+
+
+def unit_of(nodeid: str) -> tuple[str, str | None]:
+    """``cases/a.yaml::lm::parity[export-cuda:0]`` → (``cases/a.yaml::lm::[export-cuda:0]``,
+    ``cuda:0``). Other tests are units of their own, on no device."""
+    head, _, name = nodeid.rpartition("::")
+    parsed = split_item_name(name.split("@")[0])
+    if not head or parsed is None or parsed[2].split(":")[0] not in KNOWN_KINDS:
+        return nodeid, None
+    _, capture, device = parsed
+    return f"{head}::[{capture}-{device}]", device
+
+
+class DeviceAwareScheduling(LoadScopeScheduling):
+    def __init__(self, config: pytest.Config, log: Any = None) -> None:
+        super().__init__(config, log)
+        self.share_accelerators = bool(config.getoption("exportcheck_share_gpus"))
+        self.owners: dict[str, Any] = {}
+
+    def _split_scope(self, nodeid: str) -> str:
+        return unit_of(nodeid)[0]
+
+    def schedule(self) -> None:
+        if self.collection is None and not self.owners:
+            self._deal_accelerators()
+        super().schedule()
+
+    def _deal_accelerators(self) -> None:
+        collection = next(iter(self.registered_collections.values()), [])
+        accelerators = []
+        for nodeid in collection:
+            device = unit_of(nodeid)[1]
+            if device and is_accelerator(device) and device not in accelerators:
+                accelerators.append(device)
+        # LoadScopeScheduling.schedule shuts the last workers down when there are
+        # fewer units than workers: deal only to the workers that will stay.
+        units = {unit_of(nodeid)[0] for nodeid in collection}
+        workers = self.nodes[: max(1, min(len(self.nodes), len(units)))]
+        for index, device in enumerate(accelerators):
+            self.owners[device] = workers[index % len(workers)]
+        if self.owners:
+            self.log("accelerator owners:", {d: n.gateway.id for d, n in self.owners.items()})
+
+    def may_run(self, node: Any, unit: str) -> bool:
+        device = unit_of(next(iter(self.workqueue[unit])))[1]
+        if self.share_accelerators or device is None or not is_accelerator(device):
+            return True
+        return self.owners.get(device, node) is node
+
+    def _assign_work_unit(self, node: Any) -> None:
+        unit = next((u for u in self.workqueue if self.may_run(node, u)), None)
+        if unit is None:
+            return  # nothing this worker may run now; _reschedule decides on shutdown
+        work_unit = self.workqueue.pop(unit)
+        self.assigned_work.setdefault(node, {})[unit] = work_unit
+        collection = self.registered_collections[node]
+        node.send_runtest_some(
+            [collection.index(nodeid) for nodeid, done in work_unit.items() if not done]
+        )
+
+    def _reschedule(self, node: Any) -> None:
+        if node.shutting_down:
+            return
+        if not any(self.may_run(node, unit) for unit in self.workqueue):
+            # Ownership is fixed, so nothing will become runnable for this worker later.
+            node.shutdown()
+            return
+        if self._pending_of(self.assigned_work[node]) > 2:
+            return
+        self._assign_work_unit(node)
+
+    def remove_node(self, node: Any) -> str | None:
+        orphaned = [device for device, owner in self.owners.items() if owner is node]
+        survivors = [n for n in self.nodes if n is not node and not n.shutting_down]
+        for index, device in enumerate(orphaned):
+            if survivors:
+                self.owners[device] = survivors[index % len(survivors)]
+            else:
+                del self.owners[device]
+        return super().remove_node(node)

@@ -1,0 +1,142 @@
+"""The xdist scheduler: a unit per (case, capture, device); each accelerator on one worker."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from pytest_exportcheck.scheduler import DeviceAwareScheduling, unit_of
+
+CHECKS = ("signature", "hierarchy", "mutation", "parity")
+
+
+def nodeids(case: str, device: str) -> list[str]:
+    return [f"cases/a.yaml::{case}::{check}[export-{device}]" for check in CHECKS]
+
+
+COLLECTION = [
+    *(nodeid for case in ("a", "b", "c", "d") for nodeid in nodeids(case, "cpu")),
+    *nodeids("mlp", "cpu"),
+    *nodeids("mlp", "cuda:0"),
+    *nodeids("mlp", "cuda:1"),
+    *nodeids("lm", "cpu"),
+    *nodeids("lm", "cuda:0"),
+    *nodeids("lm", "cuda:1"),
+    "tests/test_plain.py::test_one",
+]
+
+
+class FakeWorker:
+    def __init__(self, name: str) -> None:
+        self.gateway = SimpleNamespace(id=name)
+        self.sent: list[int] = []
+        self.shutting_down = False
+
+    def send_runtest_some(self, indices: list[int]) -> None:
+        self.sent += indices
+
+    def shutdown(self) -> None:
+        self.shutting_down = True
+
+    def ran(self) -> list[str]:
+        return [COLLECTION[i] for i in self.sent]
+
+
+class FakeConfig:
+    def __init__(self, workers: int, share: bool = False) -> None:
+        self.option = SimpleNamespace(loadscopereorder=False)
+        self.values = {"tx": [f"{workers}*popen"], "exportcheck_share_gpus": share}
+
+    def getvalue(self, name: str) -> object:
+        return self.values[name]
+
+    getoption = getvalue
+
+
+def run_to_completion(workers: int, share: bool = False) -> list[FakeWorker]:
+    """Schedule COLLECTION over fake workers, completing sent items until none are left."""
+    scheduler = DeviceAwareScheduling(FakeConfig(workers, share))  # type: ignore[arg-type]
+    nodes = [FakeWorker(f"gw{i}") for i in range(workers)]
+    for node in nodes:
+        scheduler.add_node(node)
+    for node in nodes:
+        scheduler.add_node_collection(node, COLLECTION)
+    scheduler.schedule()
+    done: dict[FakeWorker, int] = dict.fromkeys(nodes, 0)
+    while scheduler.has_pending:
+        progressed = False
+        for node in nodes:
+            while done[node] < len(node.sent):
+                scheduler.mark_test_complete(node, node.sent[done[node]])
+                done[node] += 1
+                progressed = True
+        assert progressed, "scheduler stalled with pending work"
+    return nodes
+
+
+def device_workers(nodes: list[FakeWorker]) -> dict[str, set[str]]:
+    where: dict[str, set[str]] = {}
+    for node in nodes:
+        for nodeid in node.ran():
+            device = unit_of(nodeid)[1] or "-"
+            where.setdefault(device, set()).add(node.gateway.id)
+    return where
+
+
+def test_a_unit_is_one_case_capture_and_device() -> None:
+    assert unit_of("cases/a.yaml::lm::parity[export-strict-cuda:1]") == (
+        "cases/a.yaml::lm::[export-strict-cuda:1]",
+        "cuda:1",
+    )
+    assert unit_of("tests/test_x.py::test_y[a-b]") == ("tests/test_x.py::test_y[a-b]", None)
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3, 4])
+def test_every_item_runs_exactly_once(workers: int) -> None:
+    nodes = run_to_completion(workers)
+    ran = sorted(nodeid for node in nodes for nodeid in node.ran())
+    assert ran == sorted(COLLECTION)
+
+
+@pytest.mark.parametrize("workers", [2, 3, 4])
+def test_each_gpu_is_used_by_one_worker_and_the_gpus_by_different_ones(workers: int) -> None:
+    where = device_workers(run_to_completion(workers))
+    assert len(where["cuda:0"]) == 1
+    assert len(where["cuda:1"]) == 1
+    assert where["cuda:0"] != where["cuda:1"]
+
+
+def test_items_of_one_unit_stay_on_one_worker() -> None:
+    nodes = run_to_completion(3)
+    for node in nodes:
+        for other in nodes:
+            if node is not other:
+                assert not {unit_of(n)[0] for n in node.ran()} & {
+                    unit_of(n)[0] for n in other.ran()
+                }
+
+
+def test_cpu_work_spreads_over_all_workers() -> None:
+    where = device_workers(run_to_completion(2))
+    assert where["cpu"] == {"gw0", "gw1"}
+
+
+def test_sharing_lets_any_worker_take_gpu_work() -> None:
+    nodes = run_to_completion(2, share=True)
+    assert sorted(n for node in nodes for n in node.ran()) == sorted(COLLECTION)
+    assert all(node.ran() for node in nodes)
+
+
+def test_a_dead_owner_hands_its_gpu_to_a_survivor() -> None:
+    scheduler = DeviceAwareScheduling(FakeConfig(2))  # type: ignore[arg-type]
+    first, second = FakeWorker("gw0"), FakeWorker("gw1")
+    for node in (first, second):
+        scheduler.add_node(node)
+    for node in (first, second):
+        scheduler.add_node_collection(node, COLLECTION)
+    scheduler.schedule()
+    owner_of_cuda0 = scheduler.owners["cuda:0"]
+    survivor = second if owner_of_cuda0 is first else first
+    scheduler.remove_node(owner_of_cuda0)
+    assert scheduler.owners["cuda:0"] is survivor
