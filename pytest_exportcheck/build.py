@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 import torch
 
+from pytest_exportcheck.isolation import seed_everything
 from pytest_exportcheck.spec import Case
 from pytest_exportcheck.targets import TargetError, resolve_callable
 
@@ -23,18 +23,11 @@ DTYPES: dict[str, torch.dtype] = {
 }  # fmt: skip
 
 
+__all__ = ["BuildError", "build_inputs", "build_model", "instantiate", "seed_everything"]
+
+
 class BuildError(Exception):
     """The case's model or inputs could not be built (a *case error*, not an export one)."""
-
-
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    torch.manual_seed(seed)
-    try:
-        import numpy
-    except ImportError:
-        return
-    numpy.random.seed(seed)
 
 
 def build_model(case: Case) -> torch.nn.Module:

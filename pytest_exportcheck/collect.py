@@ -46,9 +46,13 @@ class CaseNode(pytest.Collector):
                 for check in self.case.checks:
                     if check == "moved" and not is_accelerator(device):
                         continue  # moving a CPU export to the CPU checks nothing new
+                    name = item_name(check, capture, device)
                     yield CheckItem.from_parent(
-                        self, name=item_name(check, capture, device), case=self.case,
-                        capture=capture, check=check, device=device,
+                        self, name=name, case=self.case, capture=capture, check=check,
+                        device=device,
+                        # Given whole: pytest >= 9.2 would otherwise parse `[...]`
+                        # as a parametrization and --lf would never match.
+                        nodeid=f"{self.nodeid}::{name}",
                     )  # fmt: skip
 
     def reportinfo(self) -> tuple[Any, int, str]:
@@ -80,7 +84,15 @@ class CheckItem(pytest.Item):
         self.add_marker(pytest.mark.exportcheck)
         xfail = case.xfail_for(capture, check, device)
         if xfail is not None:
-            self.add_marker(pytest.mark.xfail(reason=xfail.reason, strict=xfail.strict))
+            # Only export's failures can be expected: a broken case or eager
+            # forward must fail even under an xfail written for export.
+            from pytest_exportcheck.failures import CaptureError, CheckFailure
+
+            self.add_marker(
+                pytest.mark.xfail(
+                    reason=xfail.reason, strict=xfail.strict, raises=(CaptureError, CheckFailure)
+                )
+            )
         self.user_properties += [
             ("exportcheck_case", case.name),
             ("exportcheck_capture", capture),
@@ -104,7 +116,7 @@ class CheckItem(pytest.Item):
     def runtest(self) -> None:
         from pytest_exportcheck.checks import CHECKS, not_applicable
         from pytest_exportcheck.devices import unavailable_reason
-        from pytest_exportcheck.failures import CheckFailure
+        from pytest_exportcheck.failures import CheckFailure, ExportCheckError, InternalError
 
         reason = not_applicable(self.check, self.device)
         if reason is not None:
@@ -112,11 +124,17 @@ class CheckItem(pytest.Item):
         reason = unavailable_reason(self.device)
         if reason is not None:
             _skip_here(reason)
-        record = self._session.record_for(self)
-        self.user_properties.append(("exportcheck_capture_seconds", round(record.seconds, 4)))
-        findings = CHECKS[self.check](self.case, record)
+        try:
+            record = self._session.record_for(self)
+            self._set_property("exportcheck_capture_seconds", round(record.seconds, 4))
+            findings = CHECKS[self.check](self.case, record)
+        except ExportCheckError:
+            raise
+        except Exception as exc:
+            message = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            raise InternalError(f"{self.case.location}: unexpected {message}") from exc
         if findings:
-            raise CheckFailure(self.check, f"{self.capture} on {self.device}", findings)
+            raise CheckFailure(self.check, findings)
 
     def teardown(self) -> None:
         self._session.release(self)
@@ -129,14 +147,20 @@ class CheckItem(pytest.Item):
         from pytest_exportcheck.failures import ExportCheckError
 
         error = excinfo.value
-        if isinstance(error, ExportCheckError):
-            self.user_properties.append(("exportcheck_stage", error.stage))
-            where = f"{self.case.name} [{self.capture} on {self.device}]"
-            text = f"{self.case.location}: {where}\n{error.render()}"
-            if self.config.get_verbosity() >= 2 and error.__cause__ is not None:
-                text += "\n\n" + _full_traceback(error.__cause__)
-            return FailureRepr(text, headline=error.render().splitlines()[0])
-        return super().repr_failure(excinfo, style=style)
+        if not isinstance(error, ExportCheckError):
+            return super().repr_failure(excinfo, style=style)
+        self._set_property("exportcheck_stage", error.stage)
+        where = f"{self.case.location}: case {self.case.name}, {self.capture} on {self.device}"
+        text = f"{error.headline}\n{where}\n{error.render()}"
+        show_traceback = error.stage == "internal" or self.config.get_verbosity() >= 2
+        if show_traceback and error.__cause__ is not None:
+            text += "\n\n" + _full_traceback(error.__cause__)
+        return FailureRepr(text, headline=error.headline)
+
+    def _set_property(self, name: str, value: object) -> None:
+        """Set a junit property once (pytest may call runtest and repr_failure again)."""
+        self.user_properties[:] = [p for p in self.user_properties if p[0] != name]
+        self.user_properties.append((name, value))
 
     def reportinfo(self) -> tuple[Any, int, str]:
         return self.path, self.case.line - 1, f"{self.case.name}::{self.name}"

@@ -5,7 +5,8 @@ Stages, in the order a case meets them:
 * ``case``    — the YAML case, its model target or its inputs cannot be built;
 * ``eager``   — the eager model's own forward raises (the case is wrong, not export);
 * ``capture`` — torch.export (or another capture path) raises;
-* ``<check>`` — a check (signature, hierarchy, mutation, parity) found a difference.
+* ``<check>`` — a check (signature, hierarchy, mutation, parity, moved) found a difference;
+* ``internal`` — an exception the plugin did not foresee (reported with its traceback).
 """
 
 from __future__ import annotations
@@ -35,8 +36,24 @@ class ExportCheckError(Exception):
         super().__init__(message)
         self.message = message
 
+    @property
+    def headline(self) -> str:
+        """One line for summaries (short test summary, junit ``message``)."""
+        return f"[{self.stage}] {self.message.splitlines()[0]}"
+
     def render(self) -> str:
         return f"[{self.stage}] {self.message}"
+
+    def as_dependency(self, first_reported_by: str) -> ExportCheckError:
+        """The same failure, for the other items it stops: headline and a pointer.
+
+        Same class, so an ``xfail`` scoped to capture failures still applies.
+        """
+        pointer = type(self)(
+            f"{self.message.splitlines()[0]}\n(full report on {first_reported_by})"
+        )
+        pointer.__cause__ = self.__cause__
+        return pointer
 
 
 class CaseError(ExportCheckError):
@@ -51,24 +68,27 @@ class CaptureError(ExportCheckError):
     stage = "capture"
 
 
+class InternalError(ExportCheckError):
+    """An exception the plugin did not expect: a bug of ours, or an unforeseen model."""
+
+    stage = "internal"
+
+
 class CheckFailure(ExportCheckError):
     """A check's findings; ``stage`` is the check's name."""
 
-    def __init__(self, check: str, capture: str, findings: list[str]) -> None:
+    def __init__(self, check: str, findings: list[str]) -> None:
         self.stage = check
         self.findings = findings
         count = f"{len(findings)} finding{'s' if len(findings) != 1 else ''}"
         body = "\n".join(f"- {_indent_continuation(f)}" for f in findings)
-        super().__init__(f"{check} check failed for capture {capture!r} ({count}):\n{body}")
+        super().__init__(f"{check} check failed ({count}):\n{body}")
 
-
-class DependencyFailed(ExportCheckError):
-    """An item that cannot run because an earlier stage failed (told in full once)."""
-
-    def __init__(self, original: ExportCheckError, first_reported_by: str) -> None:
-        self.stage = original.stage
-        headline = original.message.splitlines()[0]
-        super().__init__(f"{headline}\n(full report on {first_reported_by})")
+    @property
+    def headline(self) -> str:
+        first = self.findings[0].splitlines()[0]
+        more = f" (+{len(self.findings) - 1} more)" if len(self.findings) > 1 else ""
+        return f"[{self.stage}] {first}{more}"
 
 
 def _indent_continuation(text: str) -> str:
@@ -102,6 +122,15 @@ def describe_exception(exc: BaseException, *, context: str) -> str:
     if frame is not None:
         text += f"\nraised from user code:\n  {frame.render()}"
     return text
+
+
+def with_user_frame(text: str, exc: BaseException) -> str:
+    """``text`` plus the user-code frame at the root of ``exc``'s chain of causes."""
+    root = exc
+    while root.__cause__ is not None:
+        root = root.__cause__
+    frame = innermost_user_frame(root.__traceback__)
+    return f"{text}\nraised from user code:\n  {frame.render()}" if frame is not None else text
 
 
 def innermost_user_frame(tb: TracebackType | None) -> UserFrame | None:

@@ -9,6 +9,7 @@ or program and its own clone of the inputs.
 from __future__ import annotations
 
 import copy
+import random
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,6 +30,45 @@ def clone_tree(tree: T) -> T:
         return leaf
 
     return pytree.tree_map(clone, tree)
+
+
+@contextmanager
+def seeded(seed: int) -> Iterator[None]:
+    """Seed torch, ``random`` and numpy for the block; give the caller's RNG state back after.
+
+    Every build and every compared call starts from the case's seed, so eager
+    and exported runs of a model that draws random numbers see one stream —
+    and the user's own tests in the same session see theirs undisturbed.
+    """
+    python_state = random.getstate()
+    numpy_random = _numpy_random()
+    numpy_state = numpy_random.get_state() if numpy_random is not None else None
+    cuda = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
+    with torch.random.fork_rng(devices=cuda):
+        seed_everything(seed)
+        try:
+            yield
+        finally:
+            random.setstate(python_state)
+            if numpy_random is not None:
+                numpy_random.set_state(numpy_state)
+
+
+def seed_everything(seed: int) -> None:
+    """Seed torch (every device), ``random`` and numpy, without restoring anything."""
+    random.seed(seed)
+    torch.manual_seed(seed)
+    numpy_random = _numpy_random()
+    if numpy_random is not None:
+        numpy_random.seed(seed)
+
+
+def _numpy_random() -> Any:
+    try:
+        import numpy
+    except ImportError:
+        return None
+    return numpy.random
 
 
 def to_device(tree: T, device: str) -> T:
@@ -73,7 +113,13 @@ def snapshot_state(module: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 def flat_inputs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[tuple[str, Any]]:
     """The pytree leaves of ``(args, kwargs)`` with readable paths: ``args[1]['a'][0]``."""
-    leaves, _ = pytree.tree_flatten_with_path((args, kwargs))
+    try:
+        leaves, _ = pytree.tree_flatten_with_path((args, kwargs))
+    except ValueError:
+        # A pytree node registered without flatten_with_keys_fn has no key paths;
+        # number the leaves instead (the order is still pytree's).
+        flat, _ = pytree.tree_flatten((args, kwargs))
+        return [(f"leaf[{index}]", leaf) for index, leaf in enumerate(flat)]
     return [(render_input_path(path), leaf) for path, leaf in leaves]
 
 

@@ -67,8 +67,13 @@ def pytest_configure(config: pytest.Config) -> None:
     case_dirs = _case_dirs(config)
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         existing = [str(d) for d in case_dirs if d.is_dir()]
-        if existing:
-            config.args = existing
+        if not existing:
+            names = ", ".join(str(d) for d in case_dirs)
+            raise pytest.UsageError(
+                f"--exportcheck: no case directory to collect ({names} not found); "
+                "name case files or directories on the command line, or set exportcheck_paths"
+            )
+        config.args = existing
     from pytest_exportcheck.session import ExportCheckSession
 
     config.pluginmanager.register(ExportCheckSession(config, case_dirs), "exportcheck-session")

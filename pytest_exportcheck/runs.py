@@ -8,10 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from pytest_exportcheck.build import seed_everything
 from pytest_exportcheck.capture.record import STATE_KINDS
 from pytest_exportcheck.compare import Tolerance, compare_trees
-from pytest_exportcheck.isolation import clone_tree, flat_inputs, snapshot_state
+from pytest_exportcheck.isolation import clone_tree, flat_inputs, seeded, snapshot_state
 
 if TYPE_CHECKING:
     from pytest_exportcheck.capture.record import CaptureRecord
@@ -32,19 +31,20 @@ def run_steps(
     *,
     steps: int,
     seed: int,
+    eager: bool = False,
     state_of: torch.nn.Module | None = None,
 ) -> list[Step]:
-    """Call ``module`` ``steps`` times, each on a fresh clone of ``inputs``.
+    """Call ``module`` ``steps`` times, each on a fresh clone of ``inputs``, seeded.
 
-    The RNG is re-seeded before each call so that eager and exported runs of a
-    model that draws random numbers see the same stream.
+    ``eager=True`` runs with autograd enabled, the mode ``torch.export`` traces
+    in (some modules take other paths under ``no_grad``, e.g. the nested-tensor
+    fast path of ``nn.TransformerEncoder``); exported programs run without it.
     """
     owner = state_of if state_of is not None else module
     results = []
     for _ in range(steps):
         args, kwargs = clone_tree(inputs)
-        seed_everything(seed)
-        with torch.no_grad():
+        with seeded(seed), torch.set_grad_enabled(eager):
             output = module(*args, **kwargs)
         state = snapshot_state(owner) if isinstance(owner, torch.nn.Module) else {}
         results.append(Step(output, state, flat_inputs(args, kwargs)))

@@ -46,11 +46,9 @@ class _Failed:
 
     def raise_for(self, item: CheckItem) -> NoReturn:
         """The full error for the item that met it first; a one-line pointer for the others."""
-        from pytest_exportcheck.failures import DependencyFailed
-
         if self.reported_by == item.nodeid:
             raise self.error
-        raise DependencyFailed(self.error, self.reported_by)
+        raise self.error.as_dependency(self.reported_by)
 
 
 class DeviceSelection:
@@ -82,23 +80,31 @@ class ExportCheckSession:
     def __init__(self, config: pytest.Config, case_dirs: list[Path]) -> None:
         self.config = config
         self.case_dirs = case_dirs
-        self.explicit_files = {Path(arg.split("::")[0]).resolve() for arg in config.args}
-        self.max_captures = max(1, int(config.getini("exportcheck_cache_size")))
+        # Paths named on the command line are case files / case directories too.
+        self.explicit_paths = {Path(arg.split("::")[0]).resolve() for arg in config.args}
+        try:
+            self.max_captures = max(1, int(config.getini("exportcheck_cache_size")))
+        except ValueError:
+            raise pytest.UsageError(
+                f"exportcheck_cache_size must be a whole number, "
+                f"not {config.getini('exportcheck_cache_size')!r}"
+            ) from None
         self.devices = DeviceSelection(config)
         self._subjects: dict[Key, Subject | _Failed] = {}
         self._captures: OrderedDict[Key, CaptureRecord | _Failed] = OrderedDict()
         self._remaining: Counter[Key] = Counter()
 
     def is_case_file(self, path: Path) -> bool:
-        """YAML under an ``exportcheck_paths`` directory, or named on the command line."""
+        """YAML under an ``exportcheck_paths`` directory or a path named on the command line."""
         path = path.resolve()
-        return path in self.explicit_files or any(d in path.parents for d in self.case_dirs)
+        roots = [*self.case_dirs, *self.explicit_paths]
+        return path in self.explicit_paths or any(root in path.parents for root in roots)
 
-    @pytest.hookimpl(trylast=True)
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        # After every modifyitems hook (-k, -m, --lf, plugins): the items that will run.
         from pytest_exportcheck.collect import CheckItem
 
-        for item in items:
+        for item in session.items:
             if isinstance(item, CheckItem):
                 self._remaining.update(item.needs())
 
@@ -155,6 +161,10 @@ class ExportCheckSession:
             except ExportCheckError as exc:
                 cached = _Failed(exc, item.nodeid)
             self._subjects[key] = cached
+            # Subjects are bounded like captures: an xdist worker's counts include
+            # items other workers run, so counting alone would keep every model.
+            while len(self._subjects) > self.max_captures:
+                self._subjects.pop(next(iter(self._subjects)))
         if isinstance(cached, _Failed):
             cached.raise_for(item)
         return cached

@@ -14,14 +14,14 @@ from typing import Any
 
 import torch
 
-from pytest_exportcheck.build import BuildError, build_inputs, build_model, seed_everything
-from pytest_exportcheck.failures import CaseError, EagerError, describe_exception
+from pytest_exportcheck.build import BuildError, build_inputs, build_model
+from pytest_exportcheck.failures import CaseError, EagerError, describe_exception, with_user_frame
 from pytest_exportcheck.isolation import (
     clone_tree,
     flat_inputs,
     module_state,
     private_copy,
-    snapshot_state,
+    seeded,
     to_device,
 )
 from pytest_exportcheck.spec import Case
@@ -62,20 +62,11 @@ class Subject:
     def __init__(self, case: Case, device: str = "cpu") -> None:
         self.case = case
         self.device = device
-        seed_everything(case.seed)
         try:
-            if device == "meta":
-                with torch.device("meta"):
-                    self._model = build_model(case)
-                    self._inputs: Inputs = build_inputs(case)
-            else:
-                self._model = build_model(case)
-                self._inputs = build_inputs(case)
-                if device != "cpu":
-                    self._model.to(device)
-                    self._inputs = to_device(self._inputs, device)
+            with seeded(case.seed):
+                self._model, self._inputs = _build(case, device)
         except BuildError as exc:
-            raise CaseError(f"{case.location}: {exc}") from exc
+            raise CaseError(with_user_frame(f"{case.location}: {exc}", exc)) from exc
         except Exception as exc:  # a model file that raises on import, a bad _target_ ...
             raise CaseError(describe_exception(exc, context=f"{case.location}: building")) from exc
         try:
@@ -108,27 +99,32 @@ class Subject:
 
     @cached_property
     def eager(self) -> EagerObservation:
-        """Run eager once, plainly, diffing state and inputs; a raise is a case error."""
+        """Run eager once, as export traces it (autograd on), diffing state and inputs.
+
+        A tensor counts as mutated when its values, its version counter or its
+        identity changed: ``zero_()`` on a zero buffer writes nothing new, but it
+        is a mutation, and export records it as one. A raise is a case error.
+        """
         model = self.model_copy()
         args, kwargs = self.inputs_copy()
-        before_state = snapshot_state(model)
-        before_inputs = dict(flat_inputs(*clone_tree((args, kwargs))))
-        seed_everything(self.case.seed)
+        before_state = {name: _Snapshot(t) for name, t in module_state(model).items()}
+        before_inputs = {path: _Snapshot(v) for path, v in flat_inputs(args, kwargs)}
         try:
-            with torch.no_grad():
+            with seeded(self.case.seed), torch.enable_grad():
                 output = model(*args, **kwargs)
         except Exception as exc:
             raise EagerError(
                 describe_exception(exc, context=f"{self.case.location}: the eager forward raised")
             ) from exc
-        after_state = module_state(model)
         mutated_state = frozenset(
-            name for name, tensor in after_state.items() if _changed(before_state[name], tensor)
+            name
+            for name, tensor in module_state(model).items()
+            if name not in before_state or before_state[name].changed(tensor)
         )
         mutated_inputs = frozenset(
             path
             for path, value in flat_inputs(args, kwargs)
-            if isinstance(value, torch.Tensor) and _changed(before_inputs[path], value)
+            if path in before_inputs and before_inputs[path].changed(value)
         )
         return EagerObservation(output, mutated_state, mutated_inputs)
 
@@ -146,9 +142,8 @@ class Subject:
             module.register_forward_hook(lambda mod, _args, _out: objects_called.update([id(mod)]))
             for module in model.modules()
         ]
-        seed_everything(self.case.seed)
         try:
-            with torch.no_grad():
+            with seeded(self.case.seed), torch.enable_grad():
                 model(*args, **kwargs)
         except Exception as exc:
             reason = f"forward hooks make this model's eager forward raise {type(exc).__name__}"
@@ -182,15 +177,37 @@ def _groups(named: Any) -> dict[str, tuple[str, ...]]:
     return {name: tuple(names) for names in by_object.values() for name in names}
 
 
-def _changed(before: torch.Tensor, after: torch.Tensor) -> bool:
-    if before.shape != after.shape or before.dtype != after.dtype:
-        return True
-    if after.device.type == "meta":  # no values to compare; mutation is not checked on meta
-        return False
-    return not torch.equal(before, after.detach()) and not _both_nan_equal(before, after)
+class _Snapshot:
+    """A tensor's identity, version counter and values before a call."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+        self.is_tensor = isinstance(value, torch.Tensor)
+        if self.is_tensor:
+            self.version = value._version
+            self.copy = value.detach().clone()
+
+    def changed(self, after: Any) -> bool:
+        if not self.is_tensor:
+            return False
+        if after is not self.value or after._version != self.version:
+            return True
+        if after.device.type == "meta":  # no values; mutation is not checked on meta
+            return False
+        before = self.copy
+        if before.shape != after.shape or before.dtype != after.dtype:
+            return True
+        if before.is_floating_point() or before.is_complex():
+            return not torch.allclose(before, after.detach(), rtol=0, atol=0, equal_nan=True)
+        return not torch.equal(before, after.detach())
 
 
-def _both_nan_equal(before: torch.Tensor, after: torch.Tensor) -> bool:
-    if not (before.is_floating_point() or before.is_complex()):
-        return False
-    return bool(torch.allclose(before, after.detach(), rtol=0, atol=0, equal_nan=True))
+def _build(case: Case, device: str) -> tuple[torch.nn.Module, Inputs]:
+    if device == "meta":
+        with torch.device("meta"):
+            return build_model(case), build_inputs(case)
+    model, inputs = build_model(case), build_inputs(case)
+    if device != "cpu":
+        model.to(device)
+        inputs = to_device(inputs, device)
+    return model, inputs

@@ -31,13 +31,14 @@ def resolve_target(target: str, base_dir: Path) -> Any:
         raise TargetError(f"target {target!r} must look like 'file.py:Attr' or 'pkg.mod:attr'")
     module = _import_file(base_dir / where) if where.endswith(".py") else _import_module(where)
     obj: Any = module
+    walked = []
     for part in attr_path.split("."):
         try:
             obj = getattr(obj, part)
         except AttributeError:
-            raise TargetError(
-                f"target {target!r}: {module.__name__!r} has no attribute {attr_path!r}"
-            ) from None
+            owner = ".".join(walked) or where
+            raise TargetError(f"target {target!r}: {owner!r} has no attribute {part!r}") from None
+        walked.append(part)
     return obj
 
 

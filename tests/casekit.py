@@ -124,6 +124,36 @@ class UnusedParameter(nn.Module):
         return self.lin(x)
 
 
+class TracedConstant(nn.Module):
+    """A tensor created inside forward: export lifts it as `lifted_tensor_0`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.lin(x) * torch.tensor([1.0, 2.0, 3.0, 4.0])
+
+
+class ZeroScratch(nn.Module):
+    """Writes zeros into a zero buffer: a mutation that changes no value."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("scratch", torch.zeros(4))
+
+    def forward(self, x):
+        self.scratch.zero_()
+        return x + self.scratch
+
+
+class GradModeBranch(nn.Module):
+    """Behaves differently under no_grad; export traces with autograd on."""
+
+    def forward(self, x):
+        return x * 2 if torch.is_grad_enabled() else x * 3
+
+
 def not_a_module():
     return 42
 

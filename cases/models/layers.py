@@ -88,9 +88,9 @@ class EncoderLayer(nn.Module):
     """A single ``nn.TransformerEncoderLayer`` (batch_first) plus a pooler.
 
     Export trap: in eval mode under ``no_grad`` and with no hooks attached,
-    eager takes the fused fast path (``aten._transformer_encoder_layer_fwd``)
+    eager would take the fused fast path (``aten._transformer_encoder_layer_fwd``)
     while export traces the composite path (MHA -> SDPA, FFN, ``dropout`` with
-    train=False), so parity compares two different kernels. Strict orders the
+    train=False); the plugin runs eager with autograd on, as export traces. Strict orders the
     parameters in the fast-path check's access order (``in_proj_bias`` first).
     """
 
@@ -103,3 +103,20 @@ class EncoderLayer(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.tanh(self.pool(self.layer(x)[:, 0]))
+
+
+class PaddedEncoder(nn.Module):
+    """A two-layer ``nn.TransformerEncoder`` with a key padding mask.
+
+    Export trap: under ``no_grad`` eager takes the nested-tensor fast path and
+    returns zeros at padded positions; export traces with autograd on and keeps
+    the dense path. Eager must be compared in the mode export traces in.
+    """
+
+    def __init__(self, dim: int = 8, heads: int = 2, ff: int = 16) -> None:
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(dim, heads, ff, dropout=0.0, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, num_layers=2)
+
+    def forward(self, x: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:
+        return self.encoder(x, src_key_padding_mask=padding)

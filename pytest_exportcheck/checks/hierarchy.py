@@ -22,7 +22,7 @@ from collections import Counter
 import torch
 
 from pytest_exportcheck.capture.record import CaptureRecord
-from pytest_exportcheck.checks.listdiff import list_diff
+from pytest_exportcheck.checks.listdiff import list_diff, partition_differences
 from pytest_exportcheck.compare import EXACT, Tolerance, compare_trees
 from pytest_exportcheck.failures import ExportCheckWarning, describe_exception
 from pytest_exportcheck.runs import run_steps
@@ -64,16 +64,12 @@ def _sharing(eager: torch.nn.Module, unflat: torch.nn.Module) -> list[str]:
     eager_mods = dict(eager.named_modules(remove_duplicate=False))
     unflat_mods = dict(unflat.named_modules(remove_duplicate=False))
     names = [n for n in eager_mods if n and n in unflat_mods]
-    findings = []
-    for i, a in enumerate(names):
-        for b in names[i + 1 :]:
-            shared_eager = eager_mods[a] is eager_mods[b]
-            shared_unflat = unflat_mods[a] is unflat_mods[b]
-            if shared_eager and not shared_unflat:
-                findings.append(f"{a!r} and {b!r} are one module in eager but two after unflatten")
-            elif shared_unflat and not shared_eager:
-                findings.append(f"{a!r} and {b!r} are two modules in eager but one after unflatten")
-    return findings
+    return partition_differences(
+        {n: id(eager_mods[n]) for n in names},
+        {n: id(unflat_mods[n]) for n in names},
+        merged="{a!r} and {b!r} are two modules in eager but one after unflatten",
+        split="{a!r} and {b!r} are one module in eager but two after unflatten",
+    )
 
 
 def _state(eager: torch.nn.Module, unflat: torch.nn.Module) -> list[str]:

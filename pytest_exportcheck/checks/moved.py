@@ -22,7 +22,9 @@ def check_moved(case: Case, record: CaptureRecord) -> list[str]:
     inputs = subject.inputs_copy()
     label = f"moved to {record.device}"
     try:
-        eager_steps = run_steps(subject.model_copy(), inputs, steps=steps, seed=case.seed)
+        eager_steps = run_steps(
+            subject.model_copy(), inputs, steps=steps, seed=case.seed, eager=True
+        )
         moved_steps = run_steps(record.fresh_module(), inputs, steps=steps, seed=case.seed)
     except Exception as exc:
         return [describe_exception(exc, context=f"running the program {label} raised")]

@@ -93,7 +93,9 @@ def _stepped_runs(case: Case, record: CaptureRecord) -> list[str]:
     tolerance = Tolerance(case.expect.parity.atol, case.expect.parity.rtol)
     inputs = subject.inputs_copy()
     try:
-        eager_steps = run_steps(subject.model_copy(), inputs, steps=steps, seed=case.seed)
+        eager_steps = run_steps(
+            subject.model_copy(), inputs, steps=steps, seed=case.seed, eager=True
+        )
     except Exception as exc:
         return [describe_exception(exc, context="eager raised on a repeated call")]
     lifted = lifted_state(record)

@@ -27,7 +27,9 @@ def check_parity(case: Case, record: CaptureRecord) -> list[str]:
     steps = case.expect.parity.steps
     inputs = subject.inputs_copy()
     try:
-        eager_steps = run_steps(subject.model_copy(), inputs, steps=steps, seed=case.seed)
+        eager_steps = run_steps(
+            subject.model_copy(), inputs, steps=steps, seed=case.seed, eager=True
+        )
     except Exception as exc:
         return [describe_exception(exc, context="eager raised")]
     sides: list[tuple[str, Callable[[], torch.nn.Module]]] = [

@@ -20,13 +20,14 @@ inputs in order; and ``expect.placeholders`` matches if given.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import torch
 from torch.utils import _pytree as pytree
 
 from pytest_exportcheck.capture.record import PLACEHOLDER_KINDS, STATE_KINDS, CaptureRecord
-from pytest_exportcheck.checks.listdiff import list_diff
+from pytest_exportcheck.checks.listdiff import list_diff, partition_differences
 from pytest_exportcheck.spec import Case
 
 
@@ -62,6 +63,12 @@ def _state_targets(model: torch.nn.Module, record: CaptureRecord) -> list[str]:
             findings.append(f"{p.name}: {p.kind} placeholder has no target FQN")
             continue
         eager = eager_tensor(model, p.target)
+        if eager is None and p.kind == "constant" and is_traced_constant(p.target):
+            # A tensor forward creates (torch.tensor([...]) in forward): export
+            # lifts it under a name of its own; it has no eager counterpart.
+            if record.state_tensor(p.target) is None:
+                findings.append(f"{p.render()}: the program holds no tensor for {p.target!r}")
+            continue
         if eager is None:
             findings.append(f"{p.render()}: the eager model has no tensor at {p.target!r}")
             continue
@@ -110,19 +117,12 @@ def _alias_groups(model: torch.nn.Module, record: CaptureRecord) -> list[str]:
         if eager is not None and held is not None:
             eager_ids[p.target] = tensor_identity(eager)
             program_ids[p.target] = tensor_identity(held)
-    targets = list(eager_ids)
-    findings = []
-    for i, a in enumerate(targets):
-        for b in targets[i + 1 :]:
-            tied_in_eager = eager_ids[a] == eager_ids[b]
-            tied_in_program = program_ids[a] == program_ids[b]
-            if tied_in_eager and not tied_in_program:
-                findings.append(
-                    f"{a!r} and {b!r} are one tensor in eager (tied) but two in the program"
-                )
-            elif tied_in_program and not tied_in_eager:
-                findings.append(f"{a!r} and {b!r} are two tensors in eager but one in the program")
-    return findings
+    return partition_differences(
+        eager_ids,
+        program_ids,
+        merged="{a!r} and {b!r} are two tensors in eager but one in the program",
+        split="{a!r} and {b!r} are one tensor in eager (tied) but two in the program",
+    )
 
 
 def _unaccounted_state(model: torch.nn.Module, record: CaptureRecord) -> list[str]:
@@ -208,6 +208,14 @@ def _expected_placeholders(case: Case, record: CaptureRecord) -> list[str]:
         f"placeholders differ from expect.placeholders{where}:\n"
         + list_diff(wanted, actual, names=("expected", f"actual [{record.capture}]"))
     ]
+
+
+TRACED_CONSTANT = re.compile(r"(.+\.)?lifted_tensor_\d+")
+
+
+def is_traced_constant(target: str) -> bool:
+    """Export's name for a tensor created inside forward, lifted as a constant."""
+    return TRACED_CONSTANT.fullmatch(target) is not None
 
 
 def eager_tensor(model: torch.nn.Module, fqn: str) -> torch.Tensor | None:

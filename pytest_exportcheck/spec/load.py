@@ -154,7 +154,22 @@ def _to_spec_error(error: Any, document: Any, path: Path) -> SpecError:
         message = f"{dotted}: {error.instance!r} is not one of: {allowed}"
         return SpecError(message, path, line_of(document, where))
     message = f"{dotted}: {error.message}"
+    if error.validator == "type" and _reads_as_float(error.instance):
+        message += (
+            f" (YAML 1.1 reads {error.instance} as a string: a float needs a dot and a signed "
+            "exponent, e.g. 1.0e-5)"
+        )
     return SpecError(message, path, line_of(document, where))
+
+
+def _reads_as_float(value: Any) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        float(value)
+    except ValueError:
+        return False
+    return True
 
 
 def _render_path(where: list[Any]) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from casekit import MLP_CASE, write_cases
+from casekit import MLP_CASE, inject, write_cases
 
 
 def good_file(pytester: pytest.Pytester) -> None:
@@ -145,3 +145,40 @@ def test_bad_tensor_spec_is_caught_at_collection(project: pytest.Pytester, dist:
     result = project.runpytest("--exportcheck", *dist)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*cases/main.yaml:5: init 'randint' needs `high`*"])
+
+
+def test_an_xfail_for_export_does_not_hide_a_broken_case(project: pytest.Pytester) -> None:
+    write_cases(
+        project,
+        MLP_CASE.replace("models.py:Mlp", "models.py:Mlpp").replace(
+            "inputs:", "xfail: {reason: strict export cannot trace it}\n    inputs:"
+        ),
+    )
+    result = project.runpytest("--exportcheck")
+    result.assert_outcomes(failed=4)
+    result.stdout.fnmatch_lines(["*[[]case[]] cases/main.yaml:2: target 'models.py:Mlpp': *"])
+
+
+def test_an_unexpected_exception_is_an_internal_error_with_its_traceback(
+    project: pytest.Pytester,
+) -> None:
+    write_cases(project, MLP_CASE)
+    inject(project, "record.placeholders = None")
+    result = project.runpytest("--exportcheck", "-k", "signature")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*[[]internal[]] cases/main.yaml:2: unexpected TypeError: *",
+            "*Traceback (most recent call last):*",
+        ]
+    )
+
+
+def test_the_summary_line_carries_the_headline_under_xdist(project: pytest.Pytester) -> None:
+    write_cases(
+        project, MLP_CASE.replace("Mlp", "PythonCounter") + "    expect: {parity: {steps: 2}}\n"
+    )
+    result = project.runpytest("--exportcheck", "-n", "2", "-rf", "-k", "parity")
+    result.stdout.fnmatch_lines(
+        ["FAILED cases/main.yaml::mlp::parity[[]export-cpu[]] - [[]parity[]] step 2: output: 8*"]
+    )

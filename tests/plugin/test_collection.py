@@ -68,10 +68,11 @@ def test_case_dirs_come_from_the_ini(project: pytest.Pytester) -> None:
 
 
 def test_yaml_outside_case_dirs_is_ignored_unless_named(project: pytest.Pytester) -> None:
+    write_cases(project, MLP_CASE)
     write_cases(project, MLP_CASE.replace("models.py", "../cases/models.py"), "other/x.yaml")
-    (project.path / "other" / "ci.yml").write_text("jobs: {build: {}}\n")
-    ignored = project.runpytest("--exportcheck", "--collect-only", "-q", "other")
-    assert ignored.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    (project.path / "ci.yml").write_text("jobs: {build: {}}\n")
+    result = project.runpytest("--exportcheck", "--collect-only", "-q")
+    result.stdout.fnmatch_lines(["cases/main.yaml::mlp::signature*", "4 tests collected*"])
     named = project.runpytest("--exportcheck", "--collect-only", "-q", "other/x.yaml")
     named.stdout.fnmatch_lines(["other/x.yaml::mlp::signature*", "4 tests collected*"])
 
@@ -102,3 +103,30 @@ def test_xfail_that_passes_fails_the_run(project: pytest.Pytester) -> None:
     result = project.runpytest("--exportcheck", "-q")
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(["*XPASS(strict)*stale*"])
+
+
+def test_last_failed_reruns_only_the_failed_items(project: pytest.Pytester) -> None:
+    write_cases(
+        project,
+        MLP_CASE
+        + MLP_CASE.replace("cases:\n", "")
+        .replace("mlp:", "broken:")
+        .replace("Mlp", "PythonCounter"),
+    )
+    project.runpytest("--exportcheck").assert_outcomes(passed=7, failed=1)
+    rerun = project.runpytest("--exportcheck", "--lf")
+    rerun.assert_outcomes(failed=1, deselected=7)
+
+
+def test_a_directory_named_on_the_command_line_holds_cases(project: pytest.Pytester) -> None:
+    write_cases(project, MLP_CASE.replace("models.py", "../cases/models.py"), "zoo/x.yaml")
+    result = project.runpytest("--exportcheck", "--collect-only", "-q", "zoo")
+    result.stdout.fnmatch_lines(["zoo/x.yaml::mlp::signature*", "4 tests collected*"])
+
+
+def test_no_case_directory_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--exportcheck")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*--exportcheck: no case directory to collect (*cases not found)*"]
+    )

@@ -145,3 +145,12 @@ def test_decomposition_failure_is_reported(project: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(
         ["*cannot read mutation records: run_decompositions() raised: AssertionError: nope"]
     )
+
+
+def test_an_in_place_write_of_equal_values_is_still_a_mutation(project: pytest.Pytester) -> None:
+    # zero_() on a zero buffer changes no value, but export records it: so must eager.
+    write_cases(
+        project,
+        MLP_CASE.replace("Mlp", "ZeroScratch") + "    expect: {mutated_buffers: [scratch]}\n",
+    )
+    run_mutation(project).assert_outcomes(passed=1)

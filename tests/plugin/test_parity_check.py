@@ -95,3 +95,8 @@ def test_parity_over_several_steps_names_the_step(project: pytest.Pytester) -> N
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*- step 2: output: 8 / 8 elements outside tolerance*"])
     result.stdout.no_fnmatch_line("*- step 1: *")
+
+
+def test_eager_runs_in_the_grad_mode_export_traces_in(project: pytest.Pytester) -> None:
+    write_cases(project, MLP_CASE.replace("Mlp", "GradModeBranch"))
+    project.runpytest("--exportcheck").assert_outcomes(passed=4)

@@ -199,3 +199,13 @@ def test_user_inputs_not_matching_the_case_inputs(project: pytest.Pytester) -> N
     result.stdout.fnmatch_lines(
         ["*0 user-input placeholders () for 1 flattened case inputs (args[[]0[]])"]
     )
+
+
+def test_a_tensor_created_in_forward_is_a_traced_constant(project: pytest.Pytester) -> None:
+    write_cases(
+        project,
+        MLP_CASE.replace("Mlp", "TracedConstant").replace(
+            "inputs:", "captures: [export, export-strict]\n    inputs:"
+        ),
+    )
+    run_signature(project).assert_outcomes(passed=2)

@@ -225,16 +225,27 @@ def test_infinite_eager_versus_anything_else_exported_is_a_mismatch(got, toleran
 
 
 @pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8])
-def test_integers_compare_exactly(dtype):
+def test_integers_compare_exactly_by_default(dtype):
     want = torch.tensor([[1, 2], [3, 4]], dtype=dtype)
     got = torch.tensor([[1, 2], [3, 5]], dtype=dtype)
 
-    problem = only(compare_trees(want, got, tolerance=Tolerance(atol=10.0, rtol=10.0)))
+    problem = only(compare_trees(want, got))
 
     dtype_name = str(dtype).removeprefix("torch.")
     assert problem == (
         f"output: 1 / 4 elements differ (exact dtype {dtype_name}); "
         "first at index (1, 1): eager 4, exported 5"
+    )
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.uint8])
+def test_integers_honour_a_tolerance_the_case_states(dtype):
+    want = torch.tensor([[1, 2], [3, 4]], dtype=dtype)
+    got = torch.tensor([[1, 2], [3, 5]], dtype=dtype)
+
+    assert compare_trees(want, got, tolerance=Tolerance(atol=1.0, rtol=0.0)) == []
+    assert "1 / 4 elements outside tolerance (atol=0.5, rtol=0, case tolerance)" in only(
+        compare_trees(want, got, tolerance=Tolerance(atol=0.5, rtol=0.0))
     )
 
 

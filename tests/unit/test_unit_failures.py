@@ -11,7 +11,6 @@ import pytest
 from pytest_exportcheck.failures import (
     CaseError,
     CheckFailure,
-    DependencyFailed,
     describe_exception,
     innermost_user_frame,
 )
@@ -169,26 +168,32 @@ def test_failures_render_with_their_stage():
 
 
 def test_check_failure_counts_and_lists_findings_with_indented_continuations():
-    failure = CheckFailure("parity", "export", ["output[0]: differs\n  detail", "output[1]: too"])
+    failure = CheckFailure("parity", ["output[0]: differs\n  detail", "output[1]: too"])
 
     assert failure.stage == "parity"
     assert failure.render() == (
-        "[parity] parity check failed for capture 'export' (2 findings):\n"
+        "[parity] parity check failed (2 findings):\n"
         "- output[0]: differs\n    detail\n"
         "- output[1]: too"
     )
 
 
 def test_check_failure_with_one_finding_says_finding():
-    assert "(1 finding):" in CheckFailure("mutation", "export", ["x"]).message
+    assert "(1 finding):" in CheckFailure("mutation", ["x"]).message
+
+
+def test_check_failure_headline_is_the_first_finding_and_a_count_of_the_rest():
+    failure = CheckFailure("parity", ["output[0]: differs\n  detail", "output[1]: too"])
+
+    assert failure.headline == "[parity] output[0]: differs (+1 more)"
 
 
 def test_dependency_failure_repeats_only_the_headline_and_points_at_the_full_report():
     original = CaseError("cases.yaml:3: broken\nlong detail")
 
-    failure = DependencyFailed(original, "cases.yaml::a::signature[export]")
+    failure = original.as_dependency("cases.yaml::a::signature[export]")
 
-    assert failure.stage == "case"
+    assert type(failure) is CaseError
     assert failure.message == (
         "cases.yaml:3: broken\n(full report on cases.yaml::a::signature[export])"
     )

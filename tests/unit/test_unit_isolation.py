@@ -180,3 +180,24 @@ def test_flat_inputs_namedtuple_fields_are_named():
         ["args[0].x", "args[0].y"],
         ["args[0][0]", "args[0][1]"],
     )
+
+
+def test_seeded_gives_the_callers_rng_state_back():
+    import random
+
+    import numpy
+
+    from pytest_exportcheck.isolation import seeded
+
+    torch.manual_seed(123)
+    random.seed(123)
+    numpy.random.seed(123)
+    expected = (torch.rand(1).item(), random.random(), numpy.random.rand())
+    torch.manual_seed(123)
+    random.seed(123)
+    numpy.random.seed(123)
+    with seeded(0):
+        inside = torch.rand(1).item()
+    assert (torch.rand(1).item(), random.random(), numpy.random.rand()) == expected
+    with seeded(0):
+        assert torch.rand(1).item() == inside

@@ -669,3 +669,14 @@ def test_value_on_a_random_bool_tensor_is_a_spec_error(tmp_path):
     error = case_error(tmp_path, tensor_case("{shape: [2], dtype: bool, value: 1}"))
 
     assert error.message == "`value` applies to init 'full', not 'randint'"
+
+
+def test_a_float_yaml_reads_as_a_string_gets_a_hint(tmp_path):
+    text = one_case("    expect: {parity: {atol: 1e-5}}\n")
+
+    error = any_error(tmp_path, text, "a")
+
+    assert error.message.endswith(
+        "'1e-5' is not of type 'number' (YAML 1.1 reads 1e-5 as a string: a float needs a dot "
+        "and a signed exponent, e.g. 1.0e-5)"
+    )
