@@ -6,6 +6,7 @@ new capture path is one adapter that fills this record.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -59,6 +60,7 @@ class CaptureRecord:
     dialect: str
     seconds: float
     notes: list[str] = field(default_factory=list)
+    _runnables: dict[str, Resettable] = field(default_factory=dict, repr=False)
 
     @property
     def device(self) -> str:
@@ -72,12 +74,31 @@ class CaptureRecord:
         return value if isinstance(value, torch.Tensor) else None
 
     def fresh_module(self) -> torch.nn.Module:
-        with quiet_torch_internals():
-            return private_copy(self.program).module()
+        """``ep.module()``, as it was when first made (see :meth:`_runnable`)."""
+        return self._runnable("module", lambda: private_copy(self.program).module())
 
     def fresh_unflattened(self) -> torch.nn.Module:
-        with quiet_torch_internals():
-            return torch.export.unflatten(private_copy(self.program))
+        """``torch.export.unflatten(ep)``, as it was when first made."""
+        return self._runnable(
+            "unflattened", lambda: torch.export.unflatten(private_copy(self.program))
+        )
+
+    def fresh_decomposed_module(self) -> torch.nn.Module:
+        """``ep.run_decompositions().module()``, as it was when first made."""
+        return self._runnable("decomposed", lambda: private_copy(self.decomposed).module())
+
+    def _runnable(self, kind: str, make: Callable[[], torch.nn.Module]) -> torch.nn.Module:
+        """Made once per capture from a private copy of the program, then reset per use.
+
+        Unflattening or re-deriving a module for every check costs more than the
+        checks; resetting every parameter, buffer and tensor attribute to the
+        values it was made with gives each compared run the same fresh start.
+        """
+        cached = self._runnables.get(kind)
+        if cached is None:
+            with quiet_torch_internals():
+                cached = self._runnables[kind] = Resettable(make())
+        return cached.reset()
 
     @cached_property
     def decomposed(self) -> torch.export.ExportedProgram:
@@ -90,9 +111,31 @@ class CaptureRecord:
                 describe_exception(exc, context="run_decompositions() raised")
             ) from exc
 
-    def fresh_decomposed_module(self) -> torch.nn.Module:
-        with quiet_torch_internals():
-            return private_copy(self.decomposed).module()
+
+class Resettable:
+    """A module plus the state it was made with, to put back before each use.
+
+    Tensors are put back by object (a forward that rebinds a buffer is undone)
+    and by value (one that writes into it in place is undone too).
+    """
+
+    def __init__(self, module: torch.nn.Module) -> None:
+        self.module = module
+        self.slots: list[tuple[dict[str, Any], str, torch.Tensor, torch.Tensor]] = []
+        for owner in module.modules():
+            stores = (owner._parameters, owner._buffers, owner.__dict__)
+            for store in stores:
+                for name, value in list(store.items()):
+                    if isinstance(value, torch.Tensor):
+                        self.slots.append((store, name, value, value.detach().clone()))
+
+    def reset(self) -> torch.nn.Module:
+        with torch.no_grad():
+            for store, name, tensor, pristine in self.slots:
+                if store.get(name) is not tensor:
+                    store[name] = tensor
+                tensor.copy_(pristine)
+        return self.module
 
 
 def normalize_signature(
