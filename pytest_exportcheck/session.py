@@ -70,10 +70,13 @@ class DeviceSelection:
             return parse_request(self._handed_down)
         return discover()
 
+    @property
+    def needs_discovery(self) -> bool:
+        """Only `all` and bare kinds (`cuda`) need to know the machine (and so torch)."""
+        return any(":" not in e and e not in ("cpu", "meta") for e in self.request)
+
     def for_case(self, case: Case) -> list[str]:
-        # Discovery (and so torch) is only needed where the request must be expanded.
-        needs_discovery = any(":" not in e and e not in ("cpu", "meta") for e in self.request)
-        return select(self.request, self.discovered if needs_discovery else [], case.devices)
+        return select(self.request, self.discovered if self.needs_discovery else [], case.devices)
 
 
 class ExportCheckSession:
@@ -111,7 +114,8 @@ class ExportCheckSession:
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
         """xdist controller: hand every worker the same device list."""
-        node.workerinput[WORKER_DEVICES] = ",".join(self.devices.discovered)
+        if self.devices.needs_discovery:  # else the controller need not import torch at all
+            node.workerinput[WORKER_DEVICES] = ",".join(self.devices.discovered)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:

@@ -24,6 +24,7 @@ from pytest_exportcheck.isolation import (
     seeded,
     to_device,
 )
+from pytest_exportcheck.runs import Step, run_steps
 from pytest_exportcheck.spec import Case
 
 Inputs = tuple[tuple[Any, ...], dict[str, Any]]
@@ -62,6 +63,7 @@ class Subject:
     def __init__(self, case: Case, device: str = "cpu") -> None:
         self.case = case
         self.device = device
+        self._eager_steps: list[Step] = []
         try:
             with seeded(case.seed):
                 self._model, self._inputs = _build(case, device)
@@ -127,6 +129,19 @@ class Subject:
             if path in before_inputs and before_inputs[path].changed(value)
         )
         return EagerObservation(output, mutated_state, mutated_inputs)
+
+    def eager_steps(self, steps: int) -> list[Step]:
+        """Eager over ``steps`` seeded calls from a fresh copy, shared by every check and capture.
+
+        Eager does not depend on the capture, so mutation, parity and moved of
+        ``export`` and ``export-strict`` all compare against one run. Calls are
+        seeded one by one, so a shorter run is a prefix of a longer one.
+        """
+        if len(self._eager_steps) < steps:
+            self._eager_steps = run_steps(
+                self.model_copy(), self.inputs_copy(), steps=steps, seed=self.case.seed, eager=True
+            )
+        return self._eager_steps[:steps]
 
     @cached_property
     def call_counts(self) -> CallCounts:

@@ -9,9 +9,10 @@ parameter and buffer, and mutated inputs must agree within tolerance.
 from __future__ import annotations
 
 from pytest_exportcheck.capture.record import CaptureRecord
+from pytest_exportcheck.checks.steps import compare_step, lifted_state
 from pytest_exportcheck.compare import Tolerance
 from pytest_exportcheck.failures import describe_exception
-from pytest_exportcheck.runs import compare_step, lifted_state, run_steps
+from pytest_exportcheck.runs import run_steps
 from pytest_exportcheck.spec import Case
 
 
@@ -22,9 +23,7 @@ def check_moved(case: Case, record: CaptureRecord) -> list[str]:
     inputs = subject.inputs_copy()
     label = f"moved to {record.device}"
     try:
-        eager_steps = run_steps(
-            subject.model_copy(), inputs, steps=steps, seed=case.seed, eager=True
-        )
+        eager_steps = subject.eager_steps(steps)
         moved_steps = run_steps(record.fresh_module(), inputs, steps=steps, seed=case.seed)
     except Exception as exc:
         return [describe_exception(exc, context=f"running the program {label} raised")]

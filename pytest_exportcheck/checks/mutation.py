@@ -23,9 +23,10 @@ from collections.abc import Callable
 import torch
 
 from pytest_exportcheck.capture.record import CaptureRecord, DecompositionError
+from pytest_exportcheck.checks.steps import compare_step, lifted_state
 from pytest_exportcheck.compare import Tolerance
 from pytest_exportcheck.failures import describe_exception
-from pytest_exportcheck.runs import compare_step, lifted_state, run_steps
+from pytest_exportcheck.runs import run_steps
 from pytest_exportcheck.spec import Case
 
 DIALECT = "the decomposed program (ep.run_decompositions())"
@@ -93,9 +94,7 @@ def _stepped_runs(case: Case, record: CaptureRecord) -> list[str]:
     tolerance = Tolerance(case.expect.parity.atol, case.expect.parity.rtol)
     inputs = subject.inputs_copy()
     try:
-        eager_steps = run_steps(
-            subject.model_copy(), inputs, steps=steps, seed=case.seed, eager=True
-        )
+        eager_steps = subject.eager_steps(steps)
     except Exception as exc:
         return [describe_exception(exc, context="eager raised on a repeated call")]
     lifted = lifted_state(record)

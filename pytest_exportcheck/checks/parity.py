@@ -27,9 +27,7 @@ def check_parity(case: Case, record: CaptureRecord) -> list[str]:
     steps = case.expect.parity.steps
     inputs = subject.inputs_copy()
     try:
-        eager_steps = run_steps(
-            subject.model_copy(), inputs, steps=steps, seed=case.seed, eager=True
-        )
+        eager_steps = subject.eager_steps(steps)
     except Exception as exc:
         return [describe_exception(exc, context="eager raised")]
     sides: list[tuple[str, Callable[[], torch.nn.Module]]] = [
