@@ -117,6 +117,7 @@ class CheckItem(pytest.Item):
         from pytest_exportcheck.checks import CHECKS, not_applicable
         from pytest_exportcheck.devices import unavailable_reason
         from pytest_exportcheck.failures import CheckFailure, ExportCheckError, InternalError
+        from pytest_exportcheck.isolation import seeded
 
         reason = not_applicable(self.check, self.device)
         if reason is not None:
@@ -125,9 +126,12 @@ class CheckItem(pytest.Item):
         if reason is not None:
             _skip_here(reason)
         try:
-            record = self._session.record_for(self)
-            self._set_property("exportcheck_capture_seconds", round(record.seconds, 4))
-            findings = CHECKS[self.check](self.case, record)
+            # One fork of the RNG per item: runs inside reseed freely, and the
+            # user's own tests in this session get their RNG state back.
+            with seeded(self.case.seed):
+                record = self._session.record_for(self)
+                self._set_property("exportcheck_capture_seconds", round(record.seconds, 4))
+                findings = CHECKS[self.check](self.case, record)
         except ExportCheckError:
             raise
         except Exception as exc:

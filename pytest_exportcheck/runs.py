@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from pytest_exportcheck.isolation import clone_tree, flat_inputs, seeded, snapshot_state
+from pytest_exportcheck.isolation import clone_tree, flat_inputs, seed_everything, snapshot_state
 
 
 @dataclass
@@ -31,6 +31,9 @@ def run_steps(
 ) -> list[Step]:
     """Call ``module`` ``steps`` times, each on a fresh clone of ``inputs``, seeded.
 
+    Seeding here does not restore the caller's RNG state: callers run inside
+    :func:`~pytest_exportcheck.isolation.seeded` (each item does), which does.
+
     ``eager=True`` runs with autograd enabled, the mode ``torch.export`` traces
     in (some modules take other paths under ``no_grad``, e.g. the nested-tensor
     fast path of ``nn.TransformerEncoder``); exported programs run without it.
@@ -39,7 +42,8 @@ def run_steps(
     results = []
     for _ in range(steps):
         args, kwargs = clone_tree(inputs)
-        with seeded(seed), torch.set_grad_enabled(eager):
+        seed_everything(seed)
+        with torch.set_grad_enabled(eager):
             output = module(*args, **kwargs)
         state = snapshot_state(owner) if isinstance(owner, torch.nn.Module) else {}
         results.append(Step(output, state, flat_inputs(args, kwargs)))

@@ -11,6 +11,7 @@ only some).
 
 from __future__ import annotations
 
+import gc
 from collections import Counter, OrderedDict
 from functools import cached_property
 from pathlib import Path
@@ -96,6 +97,7 @@ class ExportCheckSession:
         self._subjects: dict[Key, Subject | _Failed] = {}
         self._captures: OrderedDict[Key, CaptureRecord | _Failed] = OrderedDict()
         self._remaining: Counter[Key] = Counter()
+        self._heap_frozen = False
 
     def is_case_file(self, path: Path) -> bool:
         """YAML under an ``exportcheck_paths`` directory or a path named on the command line."""
@@ -156,6 +158,12 @@ class ExportCheckSession:
         from pytest_exportcheck.failures import ExportCheckError
         from pytest_exportcheck.subject import Subject
 
+        if not self._heap_frozen:
+            # torch's import leaves a large heap that every full garbage
+            # collection would traverse again (export allocates enough to
+            # trigger dozens); frozen, those objects are skipped.
+            gc.freeze()
+            self._heap_frozen = True
         key = item.subject_key(device)
         cached = self._subjects.get(key)
         if cached is None:
