@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import re
 import sys
 import time
 import warnings
@@ -57,6 +56,8 @@ from torch.export.graph_signature import InputKind  # noqa: E402
 from torch.utils import _pytree as pytree  # noqa: E402
 
 from pytest_exportcheck.build import build_inputs, build_model, seed_everything  # noqa: E402
+from pytest_exportcheck.checks import signature as signature_check  # noqa: E402
+from pytest_exportcheck.compare import DEFAULT_TOLERANCES  # noqa: E402
 from pytest_exportcheck.spec import Case, load_case_file  # noqa: E402
 
 Inputs = tuple[tuple[Any, ...], dict[str, Any]]
@@ -71,18 +72,11 @@ KIND_NAMES = {
     InputKind.TOKEN: "token",
     InputKind.USER_INPUT: "user_input",
 }
-# Export's name for a tensor created inside forward and lifted as a constant (no eager twin).
-TRACED_CONSTANT = re.compile(r"(.+\.)?lifted_tensor_\d+")
-# torch.testing.assert_close defaults (rtol, atol); other dtypes compare exactly.
-TOLERANCES = {
-    torch.float16: (1e-3, 1e-5),
-    torch.bfloat16: (1.6e-2, 1e-5),
-    torch.float32: (1.3e-6, 1e-5),
-    torch.float64: (1e-7, 1e-7),
-    torch.complex32: (1e-3, 1e-5),
-    torch.complex64: (1.3e-6, 1e-5),
-    torch.complex128: (1e-7, 1e-7),
-}
+# The package's pure helpers are the same definitions, not the work measured.
+TRACED_CONSTANT = signature_check.TRACED_CONSTANT
+TOLERANCES = DEFAULT_TOLERANCES  # torch.testing.assert_close's (rtol, atol)
+tensor_identity = signature_check.tensor_identity
+eager_tensor = signature_check.eager_tensor
 
 
 # --- small helpers: cloning, flattening, comparing ---------------------------------------
@@ -161,28 +155,6 @@ def trees_close(want: Any, got: Any, tol: Tol) -> bool:
     if want_spec != got_spec:
         return False
     return all(leaf_close(w, g, tol) for w, g in zip(want_leaves, got_leaves, strict=True))
-
-
-def tensor_identity(tensor: torch.Tensor) -> Any:
-    if tensor.device.type == "meta":
-        return id(tensor)
-    return (
-        tensor.untyped_storage().data_ptr(),
-        tensor.storage_offset(),
-        tuple(tensor.shape),
-        tuple(tensor.stride()),
-        tensor.dtype,
-    )
-
-
-def eager_tensor(model: torch.nn.Module, fqn: str) -> torch.Tensor | None:
-    owner_path, _, attr = fqn.rpartition(".")
-    try:
-        owner = model.get_submodule(owner_path) if owner_path else model
-    except AttributeError:
-        return None
-    value = getattr(owner, attr, None)
-    return value if isinstance(value, torch.Tensor) else None
 
 
 def held_tensor(program: ExportedProgram, fqn: str) -> torch.Tensor | None:
