@@ -59,7 +59,6 @@ class CaptureRecord:
     placeholders: list[Placeholder]
     dialect: str
     seconds: float
-    notes: list[str] = field(default_factory=list)
     _runnables: dict[str, Resettable] = field(default_factory=dict, repr=False)
 
     @property
