@@ -1,7 +1,8 @@
 """YAML case file → one node per case → one item per (capture, check).
 
-Node ids read as ``cases/lm.yaml::tied_lm_head::signature[export]`` and
-``…::parity[export-cpu]``, so ``-k "tied and parity"`` selects naturally. A case
+Node ids read as ``cases/lm.yaml::tied_lm_head::signature[export-cpu]`` and
+``…::parity[dynamo-cuda:0]``, so ``-k "tied and parity"`` selects naturally; a
+case with several captures also gets ``…::consistency[cpu]``, comparing them. A case
 file or case that cannot be loaded becomes a single failing item (not a
 collection error, which would stop the whole run) that names ``file:line``.
 """
@@ -44,6 +45,8 @@ class CaseNode(pytest.Collector):
         for device in devices.for_case(self.case):
             for capture in self.case.captures:
                 for check in self.case.checks:
+                    if check == "consistency":
+                        continue  # one item for all captures, below
                     if check == "moved" and not is_accelerator(device):
                         continue  # moving a CPU export to the CPU checks nothing new
                     name = item_name(check, capture, device)
@@ -54,6 +57,12 @@ class CaseNode(pytest.Collector):
                         # as a parametrization and --lf would never match.
                         nodeid=f"{self.nodeid}::{name}",
                     )  # fmt: skip
+            if "consistency" in self.case.checks and len(self.case.captures) > 1:
+                name = consistency_name(device)
+                yield ConsistencyItem.from_parent(
+                    self, name=name, case=self.case, capture="+".join(self.case.captures),
+                    check="consistency", device=device, nodeid=f"{self.nodeid}::{name}",
+                )  # fmt: skip
 
     def reportinfo(self) -> tuple[Any, int, str]:
         return self.path, self.case.line - 1, self.case.name
@@ -63,11 +72,18 @@ def item_name(check: str, capture: str, device: str) -> str:
     return f"{check}[{capture}-{device}]"
 
 
+def consistency_name(device: str) -> str:
+    return f"consistency[{device}]"
+
+
 def split_item_name(name: str) -> tuple[str, str, str] | None:
-    """``parity[export-strict-cuda:0]`` → ``("parity", "export-strict", "cuda:0")``."""
+    """``parity[export-strict-cuda:0]`` → ``("parity", "export-strict", "cuda:0")``;
+    ``consistency[cpu]`` → ``("consistency", "", "cpu")`` (it covers every capture)."""
     check, bracket, rest = name.partition("[")
     if not bracket or not rest.endswith("]"):
         return None
+    if check == "consistency":
+        return check, "", rest[:-1]
     capture, dash, device = rest[:-1].rpartition("-")
     return (check, capture, device) if dash else None
 
@@ -114,24 +130,22 @@ class CheckItem(pytest.Item):
         return keys
 
     def runtest(self) -> None:
-        from pytest_exportcheck.checks import CHECKS, not_applicable
+        from pytest_exportcheck.checks import not_applicable
         from pytest_exportcheck.devices import unavailable_reason
         from pytest_exportcheck.failures import CheckFailure, ExportCheckError, InternalError
         from pytest_exportcheck.isolation import seeded
 
-        reason = not_applicable(self.check, self.device)
+        reason = not_applicable(self.check, self.capture, self.device)
         if reason is not None:
             _skip_here(f"not applicable: {reason}")
-        reason = unavailable_reason(self.device)
+        reason = unavailable_reason(self.device) or self._capture_unavailable()
         if reason is not None:
             _skip_here(reason)
         try:
             # One fork of the RNG per item: runs inside reseed freely, and the
             # user's own tests in this session get their RNG state back.
             with seeded(self.case.seed):
-                record = self._session.record_for(self)
-                self._set_property("exportcheck_capture_seconds", round(record.seconds, 4))
-                findings = CHECKS[self.check](self.case, record)
+                findings = self._check()
         except ExportCheckError:
             raise
         except Exception as exc:
@@ -139,6 +153,18 @@ class CheckItem(pytest.Item):
             raise InternalError(f"{self.case.location}: unexpected {message}") from exc
         if findings:
             raise CheckFailure(self.check, findings)
+
+    def _capture_unavailable(self) -> str | None:
+        from pytest_exportcheck.capture import unavailable
+
+        return unavailable(self.capture)
+
+    def _check(self) -> list[str]:
+        from pytest_exportcheck.checks import CHECKS
+
+        record = self._session.record_for(self)
+        self._set_property("exportcheck_capture_seconds", round(record.seconds, 4))
+        return CHECKS[self.check](self.case, record)
 
     def teardown(self) -> None:
         self._session.release(self)
@@ -168,6 +194,28 @@ class CheckItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Any, int, str]:
         return self.path, self.case.line - 1, f"{self.case.name}::{self.name}"
+
+
+class ConsistencyItem(CheckItem):
+    """The captures of one case on one device, compared with each other."""
+
+    def needs(self) -> list[tuple[str, ...]]:
+        return [
+            self.subject_key(),
+            *((*self.subject_key(), capture) for capture in self.case.captures),
+        ]
+
+    def _capture_unavailable(self) -> str | None:
+        return None  # captures torch lacks are left out of the comparison
+
+    def _check(self) -> list[str]:
+        from pytest_exportcheck.checks.consistency import check_consistency
+
+        records, left_out = self._session.records_for_consistency(self)
+        if len(records) < 2:
+            why = "; ".join(f"{capture}: {reason}" for capture, reason in left_out.items())
+            _skip_here(f"fewer than two captures to compare ({why})")
+        return check_consistency(self.case, records, left_out)
 
 
 class BrokenCaseItem(pytest.Item):

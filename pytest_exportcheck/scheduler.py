@@ -1,11 +1,13 @@
 """pytest-xdist scheduling for export checks: one export per worker, one worker per GPU.
 
 A *work unit* is every item of one (case, capture path, device) — they share
-one export, so they go to one worker together. Units on the CPU go to whichever
-worker asks; a unit on an accelerator goes only to the worker that owns that
-accelerator, so no two workers use one GPU at the same time. Ownership is
-dealt round-robin over the workers when scheduling starts (``cuda:0`` to the
-first, ``cuda:1`` to the second, ...) and moves only when an owner dies.
+one export, so they go to one worker together (a case with a ``consistency``
+item compares all its captures: all its items on a device are one unit).
+Units on the CPU go to whichever worker asks; a unit on an accelerator goes
+only to the worker that owns that accelerator, so no two workers use one GPU
+at the same time. Ownership is dealt round-robin over the workers when
+scheduling starts (``cuda:0`` to the first, ``cuda:1`` to the second, ...)
+and moves only when an owner dies.
 ``--exportcheck-share-gpus`` turns ownership off.
 
 Builds on xdist's ``LoadScopeScheduling``: it already schedules units; this
@@ -33,15 +35,30 @@ def make_scheduler(config: pytest.Config, log: Any) -> DeviceAwareScheduling | N
     return DeviceAwareScheduling(config, log)
 
 
-def unit_of(nodeid: str) -> tuple[str, str | None]:
+def unit_of(nodeid: str, compared: frozenset[str] = frozenset()) -> tuple[str, str | None]:
     """``cases/a.yaml::lm::parity[export-cuda:0]`` → (``cases/a.yaml::lm::[export-cuda:0]``,
-    ``cuda:0``). Other tests are units of their own, on no device."""
+    ``cuda:0``); ``cases/a.yaml::lm::[cuda:0]`` if ``compared`` holds that unit, the
+    case and device of a consistency item. Other tests are units of their own."""
     head, _, name = nodeid.rpartition("::")
     parsed = split_item_name(name.split("@")[0])
     if not head or parsed is None or parsed[2].split(":")[0] not in KNOWN_KINDS:
         return nodeid, None
     _, capture, device = parsed
+    whole_case = f"{head}::[{device}]"
+    if whole_case in compared:
+        return whole_case, device
     return f"{head}::[{capture}-{device}]", device
+
+
+def compared_units(nodeids: list[str]) -> frozenset[str]:
+    """The (case, device) units that hold a consistency item."""
+    units = set()
+    for nodeid in nodeids:
+        head, _, name = nodeid.rpartition("::")
+        parsed = split_item_name(name.split("@")[0])
+        if head and parsed is not None and parsed[0] == "consistency":
+            units.add(f"{head}::[{parsed[2]}]")
+    return frozenset(units)
 
 
 class DeviceAwareScheduling(LoadScopeScheduling):
@@ -49,9 +66,12 @@ class DeviceAwareScheduling(LoadScopeScheduling):
         super().__init__(config, log)
         self.share_accelerators = bool(config.getoption("exportcheck_share_gpus"))
         self.owners: dict[str, Any] = {}
+        self._compared: frozenset[str] | None = None
 
     def _split_scope(self, nodeid: str) -> str:
-        return unit_of(nodeid)[0]
+        if self._compared is None:
+            self._compared = compared_units(list(self.collection or []))
+        return unit_of(nodeid, self._compared)[0]
 
     def schedule(self) -> None:
         if self.collection is None and not self.owners:

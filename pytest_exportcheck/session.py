@@ -134,16 +134,39 @@ class ExportCheckSession:
         # One item per move, so a failure to move is reported in full right here.
         return move_capture(self._capture(item, "cpu"), self._subject(item, item.device))
 
-    def _capture(self, item: CheckItem, device: str) -> CaptureRecord:
+    def records_for_consistency(
+        self, item: CheckItem
+    ) -> tuple[dict[str, CaptureRecord], dict[str, str]]:
+        """Every capture of the item's case on its device; those that failed or that
+        torch lacks are left out, with why (their own items report them)."""
+        from pytest_exportcheck.capture import unavailable
+        from pytest_exportcheck.failures import CaptureError
+
+        self._subject(item, item.device)  # a broken case or eager fails the item itself
+        records: dict[str, CaptureRecord] = {}
+        left_out: dict[str, str] = {}
+        for name in item.case.captures:
+            reason = unavailable(name)
+            if reason is not None:
+                left_out[name] = reason
+                continue
+            try:
+                records[name] = self._capture(item, item.device, name)
+            except CaptureError as exc:
+                left_out[name] = exc.headline
+        return records, left_out
+
+    def _capture(self, item: CheckItem, device: str, name: str | None = None) -> CaptureRecord:
         from pytest_exportcheck.capture import capture
         from pytest_exportcheck.failures import ExportCheckError
 
+        name = name or item.capture
         subject = self._subject(item, device)
-        key = item.capture_key(device)
+        key = (*item.subject_key(device), name)
         cached = self._captures.get(key)
         if cached is None:
             try:
-                cached = capture(item.capture, subject)
+                cached = capture(name, subject)
             except ExportCheckError as exc:
                 cached = _Failed(exc, item.nodeid)
             self._captures[key] = cached

@@ -154,6 +154,61 @@ class GradModeBranch(nn.Module):
         return x * 2 if torch.is_grad_enabled() else x * 3
 
 
+class Twin(nn.Module):
+    """Two same-shaped layers: swapping their mappings keeps every shape right."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(4, 4)
+        self.b = nn.Linear(4, 4)
+
+    def forward(self, x):
+        out = self.b(torch.relu(self.a(x)))
+        return out, out.pow(2).mean()
+
+
+class CountingLoss(nn.Module):
+    """A counter buffer and a scalar loss output, for the joint graph."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.register_buffer("count", torch.zeros(()))
+
+    def forward(self, x):
+        self.count.add_(1)
+        out = self.lin(x) * self.count
+        return out, out.pow(2).mean()
+
+
+class Block(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+        self.norm = nn.LayerNorm(8)
+
+    def forward(self, h):
+        return self.norm(torch.relu(self.lin(h)) + h)
+
+
+class NestedTiedShared(nn.Module):
+    """Nested blocks, one block registered under two names, a head tied to the embedding."""
+
+    def __init__(self, share: bool = True) -> None:
+        super().__init__()
+        self.emb = nn.Linear(8, 8, bias=False)
+        self.encoder = nn.Sequential(Block(), Block())
+        self.shared = Block()
+        self.also_shared = self.shared if share else Block()
+        self.head = nn.Linear(8, 8, bias=False)
+        self.head.weight = self.emb.weight
+
+    def forward(self, x):
+        h = self.also_shared(self.shared(self.encoder(self.emb(x))))
+        logits = self.head(h)
+        return logits, logits.pow(2).mean()
+
+
 def not_a_module():
     return 42
 

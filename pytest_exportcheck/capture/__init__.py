@@ -1,17 +1,19 @@
 """Capture paths: each turns a :class:`Subject` into a normalized :class:`CaptureRecord`.
 
-To add a path: write an adapter module here, register it in ``CAPTURES`` and
-add its name to ``captureName`` in ``case.schema.json``.
+To add a path: write an adapter module here (a capture function and, unless
+an existing record class fits, a ``CaptureRecord`` subclass), register it in
+``PATHS`` with the checks it cannot support, and add its name to
+``captureName`` in ``case.schema.json``.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from functools import partial
 
-from pytest_exportcheck.capture.export import capture_export
 from pytest_exportcheck.capture.record import CaptureRecord, Placeholder
 from pytest_exportcheck.subject import Subject
 
@@ -23,13 +25,67 @@ if not os.environ.get("TORCH_TRACE"):
 
 CaptureFn = Callable[[Subject], CaptureRecord]
 
-CAPTURES: dict[str, CaptureFn] = {
-    "export": partial(capture_export, capture="export", strict=False),
-    "export-strict": partial(capture_export, capture="export-strict", strict=True),
-}
 
-__all__ = ["CAPTURES", "CaptureRecord", "Placeholder", "capture"]
+def _always_available() -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class CapturePath:
+    """A capture path: how to capture, and which checks mean nothing for its graphs."""
+
+    capture: CaptureFn
+    not_applicable: Mapping[str, str] = field(default_factory=dict)
+    # Why the installed torch cannot run this path (None: it can).
+    unavailable: Callable[[], str | None] = _always_available
+
+
+def _paths() -> dict[str, CapturePath]:
+    from pytest_exportcheck.capture.dynamo import (
+        capture_dynamo,
+        capture_dynamo_legacy,
+        dynamo_unavailable,
+    )
+    from pytest_exportcheck.capture.export import capture_export
+    from pytest_exportcheck.capture.joint import capture_aot_joint
+
+    graph_only = {
+        "hierarchy": "a Dynamo GraphModule is flat: torch.export.unflatten takes an "
+        "ExportedProgram, so there is no module hierarchy to restore",
+        "moved": "move_to_device_pass takes an ExportedProgram",
+    }
+    return {
+        "export": CapturePath(partial(capture_export, capture="export", strict=False)),
+        "export-strict": CapturePath(partial(capture_export, capture="export-strict", strict=True)),
+        "dynamo": CapturePath(capture_dynamo, graph_only, dynamo_unavailable),
+        "dynamo-legacy": CapturePath(capture_dynamo_legacy, graph_only),
+        "aot-joint": CapturePath(
+            capture_aot_joint,
+            {
+                "hierarchy": "aot_export_module's joint graph keeps no module hierarchy, "
+                "so unflatten is not applicable",
+                "moved": "move_to_device_pass takes an ExportedProgram",
+            },
+        ),
+    }
+
+
+PATHS: dict[str, CapturePath] = _paths()
+
+# The capture function per path; tests swap entries to corrupt what a path returns.
+CAPTURES: dict[str, CaptureFn] = {name: path.capture for name, path in PATHS.items()}
+
+__all__ = ["CAPTURES", "PATHS", "CaptureRecord", "Placeholder", "capture", "not_applicable"]
 
 
 def capture(name: str, subject: Subject) -> CaptureRecord:
     return CAPTURES[name](subject)
+
+
+def not_applicable(capture_name: str, check: str) -> str | None:
+    """Why ``check`` says nothing about graphs of ``capture_name`` (reported, never passed)."""
+    return PATHS[capture_name].not_applicable.get(check)
+
+
+def unavailable(capture_name: str) -> str | None:
+    return PATHS[capture_name].unavailable()

@@ -1,17 +1,33 @@
-"""``torch.export.export``: non-strict (capture ``export``) and strict (``export-strict``)."""
+"""``torch.export.export``: non-strict (capture ``export``) and strict (``export-strict``).
+
+The graph signature names every lifted input; the program holds the tensors::
+
+    placeholder p_lin_weight  InputSpec(PARAMETER, target="lin.weight")
+    placeholder b_count       InputSpec(BUFFER, target="count", persistent=True)
+    placeholder x             InputSpec(USER_INPUT)
+"""
 
 from __future__ import annotations
 
 import time
+from functools import cached_property
+from typing import Any
 
 import torch
 
-from pytest_exportcheck.capture.record import CaptureRecord, normalize_signature
+from pytest_exportcheck.capture.record import (
+    CaptureRecord,
+    DecompositionError,
+    Mutations,
+    Placeholder,
+    Runnable,
+)
 from pytest_exportcheck.failures import CaptureError, describe_exception
+from pytest_exportcheck.isolation import private_copy, quiet_torch_internals
 from pytest_exportcheck.subject import Subject
 
 
-def capture_export(subject: Subject, capture: str, *, strict: bool) -> CaptureRecord:
+def capture_export(subject: Subject, capture: str, *, strict: bool) -> ProgramRecord:
     # The model handed to export is a private copy: non-strict export keeps the
     # very Parameter objects in ep.state_dict, so sharing would tie the program
     # to later eager runs.
@@ -28,11 +44,137 @@ def capture_export(subject: Subject, capture: str, *, strict: bool) -> CaptureRe
             )
         ) from exc
     seconds = time.perf_counter() - started
-    return CaptureRecord(
+    return ProgramRecord(
         capture=capture,
         subject=subject,
-        program=program,
         placeholders=normalize_signature(program, subject),
         dialect="training IR (torch.export.export)",
         seconds=seconds,
+        graph_module=program.graph_module,
+        captured_model=model,
+        program=program,
     )
+
+
+class ProgramRecord(CaptureRecord):
+    """An ``ExportedProgram``: runs as ``ep.module()``, ``unflatten(ep)`` and decomposed.
+
+    ``program`` is the capture's own copy: never run it (its state would drift);
+    the ``fresh_*`` methods give runnable copies that share nothing with it.
+    """
+
+    def __init__(self, *, program: torch.export.ExportedProgram, **fields: Any) -> None:
+        super().__init__(**fields)
+        self.program = program
+
+    @property
+    def in_spec(self) -> Any:
+        return getattr(self.program.call_spec, "in_spec", None)
+
+    def state_tensor(self, fqn: str) -> torch.Tensor | None:
+        if fqn in self.program.state_dict:
+            return self.program.state_dict[fqn]
+        value = self.program.constants.get(fqn)
+        return value if isinstance(value, torch.Tensor) else None
+
+    def fresh_module(self) -> torch.nn.Module:
+        """``ep.module()``, as it was when first made."""
+        return self._module("module", lambda: private_copy(self.program).module())
+
+    def fresh_unflattened(self) -> torch.nn.Module:
+        """``torch.export.unflatten(ep)``, as it was when first made."""
+        return self._module(
+            "unflattened", lambda: torch.export.unflatten(private_copy(self.program))
+        )
+
+    def fresh_decomposed_module(self) -> torch.nn.Module:
+        """``ep.run_decompositions().module()``, as it was when first made."""
+        return self._module("decomposed", lambda: private_copy(self.decomposed).module())
+
+    def _module(self, key: str, make: Any) -> torch.nn.Module:
+        def pair() -> tuple[torch.nn.Module, torch.nn.Module]:
+            module = make()
+            return module, module
+
+        return self._cached_run(key, pair)[1]
+
+    def runnables(self) -> list[Runnable]:
+        # Late-bound (self.fresh_module looked up per call), so a test can swap one.
+        return [
+            Runnable("ep.module()", lambda: _pair(self.fresh_module())),
+            Runnable("unflatten(ep)", lambda: _pair(self.fresh_unflattened())),
+            Runnable("decomposed", lambda: _pair(self.fresh_decomposed_module()), stateful=False),
+        ]
+
+    @cached_property
+    def decomposed(self) -> torch.export.ExportedProgram:
+        """``run_decompositions()`` of a copy: the functional dialect with mutation records."""
+        try:
+            with quiet_torch_internals():
+                return private_copy(self.program).run_decompositions()
+        except Exception as exc:
+            raise DecompositionError(
+                describe_exception(exc, context="run_decompositions() raised")
+            ) from exc
+
+    def mutations(self) -> Mutations:
+        """Read from the decomposed program: the training IR records no mutations."""
+        signature = self.decomposed.graph_signature
+        paths = [path for path, _ in self.subject.flat_inputs]
+        path_of = dict(zip(signature.user_inputs, paths, strict=False))
+        return Mutations(
+            buffers=frozenset(signature.buffers_to_mutate.values()),
+            # parameters_to_mutate exists from torch 2.9 (no parameter mutation before).
+            parameters=frozenset(getattr(signature, "parameters_to_mutate", {}).values()),
+            user_inputs=frozenset(
+                path_of.get(n, n) for n in signature.user_inputs_to_mutate.values()
+            ),
+            source="the decomposed program (ep.run_decompositions())",
+        )
+
+
+def _pair(module: torch.nn.Module) -> tuple[torch.nn.Module, torch.nn.Module]:
+    return module, module
+
+
+def normalize_signature(
+    program: torch.export.ExportedProgram, subject: Subject
+) -> list[Placeholder]:
+    """``ExportGraphSignature.input_specs`` → ordered :class:`Placeholder` list."""
+    from torch.export.graph_signature import InputKind
+
+    kinds = {
+        InputKind.PARAMETER: "parameter",
+        InputKind.BUFFER: "buffer",
+        InputKind.CONSTANT_TENSOR: "constant",
+        InputKind.CUSTOM_OBJ: "custom_obj",
+        InputKind.TOKEN: "token",
+        InputKind.USER_INPUT: "user_input",
+    }
+    input_paths = [path for path, _ in subject.flat_inputs]
+    nodes = {node.name: node for node in program.graph.nodes if node.op == "placeholder"}
+    user_index = 0
+    placeholders = []
+    for spec in program.graph_signature.input_specs:
+        kind = kinds.get(spec.kind, str(spec.kind))
+        target = spec.target
+        if kind == "user_input":
+            target = input_paths[user_index] if user_index < len(input_paths) else None
+            user_index += 1
+        placeholders.append(
+            Placeholder(
+                name=spec.arg.name,
+                kind=kind,
+                target=target,
+                persistent=getattr(spec, "persistent", None),
+                example=_example(spec.arg, nodes),
+            )
+        )
+    return placeholders
+
+
+def _example(arg: Any, nodes: dict[str, Any]) -> Any:
+    if hasattr(arg, "value"):  # ConstantArgument: a Python scalar/None input baked in
+        return arg.value
+    node = nodes.get(getattr(arg, "name", None))
+    return None if node is None else node.meta.get("val")

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import time
 
-from pytest_exportcheck.capture.record import CaptureRecord
+from pytest_exportcheck.capture.export import ProgramRecord
 from pytest_exportcheck.failures import CaptureError, describe_exception
 from pytest_exportcheck.isolation import private_copy, quiet_torch_internals
 from pytest_exportcheck.subject import Subject
 
 
-def move_capture(cpu_record: CaptureRecord, subject: Subject) -> CaptureRecord:
+def move_capture(cpu_record: ProgramRecord, subject: Subject) -> ProgramRecord:
     from torch.export.passes import move_to_device_pass
 
     started = time.perf_counter()
@@ -30,11 +30,14 @@ def move_capture(cpu_record: CaptureRecord, subject: Subject) -> CaptureRecord:
                 f"{subject.device!r}) raised",
             )
         ) from exc
-    return CaptureRecord(
+    return ProgramRecord(
         capture=cpu_record.capture,
         subject=subject,
         program=program,
         placeholders=cpu_record.placeholders,
         dialect=f"{cpu_record.dialect}, exported on cpu and moved to {subject.device}",
         seconds=cpu_record.seconds + time.perf_counter() - started,
+        graph_module=program.graph_module,
+        # The moved tensors are new: identity with the captured model no longer holds.
+        captured_model=None,
     )

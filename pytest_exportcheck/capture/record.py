@@ -1,20 +1,24 @@
 """The normalized record every capture path produces, whatever its graph looks like.
 
-Checks read a :class:`CaptureRecord` and never call export APIs themselves, so a
-new capture path is one adapter that fills this record.
+Checks read a :class:`CaptureRecord` and never call capture APIs themselves, so a
+new capture path is one adapter that fills this record. Each path names its graph
+inputs its own way; after normalization they all read alike::
+
+    export          p_b1_lin_weight                            parameter -> b1.lin.weight
+    dynamo          L_self_modules_b1_modules_lin_parameters_weight_  parameter -> b1.lin.weight
+    dynamo-legacy   L__self___b1_lin_weight (get_attr)         parameter -> b1.lin.weight
+    aot-joint       arg3_1                                     parameter -> b1.lin.weight
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 import torch
 
-from pytest_exportcheck.failures import describe_exception
-from pytest_exportcheck.isolation import private_copy, quiet_torch_internals
+from pytest_exportcheck.isolation import quiet_torch_internals
 from pytest_exportcheck.subject import Subject
 
 PLACEHOLDER_KINDS = ("parameter", "buffer", "constant", "custom_obj", "token", "user_input")
@@ -27,6 +31,7 @@ class Placeholder:
 
     ``target`` is the FQN in the eager model for state (``blocks.0.lin.weight``)
     and the input path for a user input (``args[0]``, ``kwargs['mask']``).
+    ``mapped_by`` says where the path's adapter read the target from.
     """
 
     name: str
@@ -35,146 +40,174 @@ class Placeholder:
     persistent: bool | None = None
     # What the graph expects here: a tensor's meta value (shape/dtype) or a constant.
     example: Any = None
+    mapped_by: str = "graph signature"
 
     def render(self) -> str:
         target = f" -> {self.target}" if self.target is not None else ""
         return f"{self.name}: {self.kind}{target}"
 
 
+@dataclass(frozen=True)
+class Mutations:
+    """What a path records as mutated by one call: FQNs, and input paths."""
+
+    buffers: frozenset[str]
+    parameters: frozenset[str]
+    user_inputs: frozenset[str]
+    source: str
+
+
 class DecompositionError(Exception):
     """``run_decompositions()`` raised; checks that need the decomposed program report it."""
 
 
+StatefulCall = tuple[Callable[..., Any], torch.nn.Module]
+
+
+@dataclass(frozen=True)
+class Runnable:
+    """One way to run a capture, each ``make()`` from the same fresh start.
+
+    ``make`` returns the callable (taking the case's ``*args, **kwargs``) and the
+    module whose parameters and buffers it reads and updates, named by eager FQNs.
+    ``stateful`` runnables are compared with eager after every step of the
+    mutation check; the others only in parity.
+    """
+
+    label: str
+    make: Callable[[], StatefulCall]
+    stateful: bool = True
+
+
 @dataclass
 class CaptureRecord:
-    """One capture of one case.
+    """One capture of one case. Subclasses say how the path's graph is fed and run.
 
-    ``program`` is the capture's own copy: never run it (its state would drift);
-    the ``fresh_*`` methods give runnable copies that share nothing with it.
+    ``captured_model`` is the private copy of the eager model the path captured
+    (``None`` when the record's tensors were made elsewhere, e.g. moved to a
+    device): a placeholder's fed tensor must be *its* tensor at the target FQN.
     """
 
     capture: str
     subject: Subject
-    program: torch.export.ExportedProgram
     placeholders: list[Placeholder]
     dialect: str
     seconds: float
-    _runnables: dict[str, Resettable] = field(default_factory=dict, repr=False)
+    graph_module: torch.fx.GraphModule
+    captured_model: torch.nn.Module | None
+    # Non-tensor user inputs are specialized into the graph (no placeholder).
+    bakes_scalar_inputs: bool = False
+    # An input forward never reads may have no placeholder (Dynamo).
+    drops_unread_inputs: bool = False
+    # State forward never reads is still lifted or held (False: legacy Dynamo
+    # registers only the tensors its graph reads).
+    keeps_unread_state: bool = True
+    _runnables: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def device(self) -> str:
         return self.subject.device
 
-    def state_tensor(self, target: str) -> torch.Tensor | None:
-        """The tensor the program holds for a lifted parameter/buffer/constant FQN."""
-        if target in self.program.state_dict:
-            return self.program.state_dict[target]
-        value = self.program.constants.get(target)
-        return value if isinstance(value, torch.Tensor) else None
+    @property
+    def in_spec(self) -> Any:
+        """The pytree spec of ``(args, kwargs)`` the capture expects, if it keeps one."""
+        return None
 
-    def fresh_module(self) -> torch.nn.Module:
-        """``ep.module()``, as it was when first made (see :meth:`_runnable`)."""
-        return self._runnable("module", lambda: private_copy(self.program).module())
+    def state_tensor(self, fqn: str) -> torch.Tensor | None:
+        """The tensor the capture carries for a parameter/buffer/constant FQN."""
+        raise NotImplementedError
 
-    def fresh_unflattened(self) -> torch.nn.Module:
-        """``torch.export.unflatten(ep)``, as it was when first made."""
-        return self._runnable(
-            "unflattened", lambda: torch.export.unflatten(private_copy(self.program))
-        )
+    def fed_tensor(self, placeholder: Placeholder) -> torch.Tensor | None:
+        """The tensor the path's calling convention binds to a state placeholder."""
+        return self.state_tensor(placeholder.target) if placeholder.target else None
 
-    def fresh_decomposed_module(self) -> torch.nn.Module:
-        """``ep.run_decompositions().module()``, as it was when first made."""
-        return self._runnable("decomposed", lambda: private_copy(self.decomposed).module())
+    def mutations(self) -> Mutations | None:
+        """The path's own mutation records; ``None`` if the path keeps none."""
+        return None
 
-    def _runnable(self, kind: str, make: Callable[[], torch.nn.Module]) -> torch.nn.Module:
-        """Made once per capture from a private copy of the program, then reset per use.
+    def runnables(self) -> list[Runnable]:
+        raise NotImplementedError
+
+    def _cached_run(self, key: str, make: Callable[[], StatefulCall]) -> StatefulCall:
+        """Made once per capture, then reset to its first state before each use.
 
         Unflattening or re-deriving a module for every check costs more than the
         checks; resetting every parameter, buffer and tensor attribute to the
         values it was made with gives each compared run the same fresh start.
         """
-        cached = self._runnables.get(kind)
+        cached = self._runnables.get(key)
         if cached is None:
             with quiet_torch_internals():
-                cached = self._runnables[kind] = Resettable(make())
-        return cached.reset()
-
-    @cached_property
-    def decomposed(self) -> torch.export.ExportedProgram:
-        """``run_decompositions()`` of a copy: the functional dialect with mutation records."""
-        try:
-            with quiet_torch_internals():
-                return private_copy(self.program).run_decompositions()
-        except Exception as exc:
-            raise DecompositionError(
-                describe_exception(exc, context="run_decompositions() raised")
-            ) from exc
+                call, module = make()
+            cached = self._runnables[key] = (call, module, Resettable(call, module))
+        call, module, resettable = cached
+        resettable.reset()
+        return call, module
 
 
 class Resettable:
-    """A module plus the state it was made with, to put back before each use.
+    """Modules plus the state they were made with, to put back before each use.
 
     Tensors are put back by object (a forward that rebinds a buffer is undone)
     and by value (one that writes into it in place is undone too).
     """
 
-    def __init__(self, module: torch.nn.Module) -> None:
-        self.module = module
+    def __init__(self, *owners: Any) -> None:
         self.slots: list[tuple[dict[str, Any], str, torch.Tensor, torch.Tensor]] = []
-        for owner in module.modules():
-            stores = (owner._parameters, owner._buffers, owner.__dict__)
-            for store in stores:
-                for name, value in list(store.items()):
-                    if isinstance(value, torch.Tensor):
-                        self.slots.append((store, name, value, value.detach().clone()))
+        seen: set[int] = set()
+        for root in owners:
+            if not isinstance(root, torch.nn.Module):
+                continue
+            for owner in root.modules():
+                stores = (owner._parameters, owner._buffers, owner.__dict__)
+                for store in stores:
+                    if id(store) in seen:  # a graph module may share its root's dicts
+                        continue
+                    seen.add(id(store))
+                    for name, value in list(store.items()):
+                        if isinstance(value, torch.Tensor):
+                            self.slots.append((store, name, value, value.detach().clone()))
 
-    def reset(self) -> torch.nn.Module:
+    def reset(self) -> None:
         with torch.no_grad():
             for store, name, tensor, pristine in self.slots:
                 if store.get(name) is not tensor:
                     store[name] = tensor
                 tensor.copy_(pristine)
-        return self.module
 
 
-def normalize_signature(
-    program: torch.export.ExportedProgram, subject: Subject
-) -> list[Placeholder]:
-    """``ExportGraphSignature.input_specs`` → ordered :class:`Placeholder` list."""
-    from torch.export.graph_signature import InputKind
+def named_tensors(model: torch.nn.Module) -> dict[str, tuple[str, torch.Tensor]]:
+    """Every tensor of ``model`` by every FQN: kind (parameter / buffer / constant) and value.
 
-    kinds = {
-        InputKind.PARAMETER: "parameter",
-        InputKind.BUFFER: "buffer",
-        InputKind.CONSTANT_TENSOR: "constant",
-        InputKind.CUSTOM_OBJ: "custom_obj",
-        InputKind.TOKEN: "token",
-        InputKind.USER_INPUT: "user_input",
-    }
-    input_paths = [path for path, _ in subject.flat_inputs]
-    nodes = {node.name: node for node in program.graph.nodes if node.op == "placeholder"}
-    user_index = 0
-    placeholders = []
-    for spec in program.graph_signature.input_specs:
-        kind = kinds.get(spec.kind, str(spec.kind))
-        target = spec.target
-        if kind == "user_input":
-            target = input_paths[user_index] if user_index < len(input_paths) else None
-            user_index += 1
-        placeholders.append(
-            Placeholder(
-                name=spec.arg.name,
-                kind=kind,
-                target=target,
-                persistent=getattr(spec, "persistent", None),
-                example=_example(spec.arg, nodes),
-            )
-        )
-    return placeholders
+    "constant" is a plain tensor attribute of a module (neither parameter nor buffer).
+    """
+    found: dict[str, tuple[str, torch.Tensor]] = {}
+    for prefix, module in model.named_modules(remove_duplicate=False):
+        dot = f"{prefix}." if prefix else ""
+        for name, value in module._parameters.items():
+            if value is not None:
+                found[dot + name] = ("parameter", value)
+        for name, value in module._buffers.items():
+            if value is not None:
+                found[dot + name] = ("buffer", value)
+        for name, value in vars(module).items():
+            if isinstance(value, torch.Tensor) and not name.startswith("_"):
+                found.setdefault(dot + name, ("constant", value))
+    return found
 
 
-def _example(arg: Any, nodes: dict[str, Any]) -> Any:
-    if hasattr(arg, "value"):  # ConstantArgument: a Python scalar/None input baked in
-        return arg.value
-    node = nodes.get(getattr(arg, "name", None))
-    return None if node is None else node.meta.get("val")
+def tensor_at(model: torch.nn.Module, fqn: str) -> torch.Tensor | None:
+    """The tensor at ``fqn`` in ``model``: a parameter, buffer or plain tensor attribute."""
+    owner_path, _, attr = fqn.rpartition(".")
+    try:
+        owner = model.get_submodule(owner_path) if owner_path else model
+    except AttributeError:
+        return None
+    value = getattr(owner, attr, None)
+    return value if isinstance(value, torch.Tensor) else None
+
+
+def match_input_paths(values: Sequence[Any], flat: list[tuple[str, Any]]) -> list[str | None]:
+    """For each value, the path of the flattened input that *is* it (by object), if any."""
+    by_id = {id(value): path for path, value in flat}
+    return [by_id.get(id(value)) for value in values]

@@ -31,8 +31,12 @@ CHECKS: dict[str, Check] = {
 VALUE_CHECKS = ("mutation", "parity", "moved")
 
 
-def not_applicable(check: str, device: str) -> str | None:
-    """Why ``check`` cannot say anything on ``device`` (reported as a skip, never a pass)."""
+def not_applicable(check: str, capture: str, device: str) -> str | None:
+    """Why ``check`` cannot say anything here (reported as a skip, never a pass)."""
+    from pytest_exportcheck.capture import not_applicable as path_not_applicable
+
     if device == "meta" and check in VALUE_CHECKS:
         return "meta tensors carry no values, so there is nothing to compare"
-    return None
+    if check == "consistency":
+        return None
+    return path_not_applicable(capture, check)

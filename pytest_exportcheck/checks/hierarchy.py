@@ -21,6 +21,7 @@ from collections import Counter
 
 import torch
 
+from pytest_exportcheck.capture.export import ProgramRecord
 from pytest_exportcheck.capture.record import CaptureRecord
 from pytest_exportcheck.checks.listdiff import list_diff, partition_differences
 from pytest_exportcheck.compare import EXACT, Tolerance, compare_trees
@@ -30,6 +31,8 @@ from pytest_exportcheck.spec import Case
 
 
 def check_hierarchy(case: Case, record: CaptureRecord) -> list[str]:
+    if not isinstance(record, ProgramRecord):  # the path's not_applicable keeps others out
+        raise TypeError(f"hierarchy needs an ExportedProgram; {record.capture} gives none")
     try:
         unflat = record.fresh_unflattened()
     except Exception as exc:
@@ -99,7 +102,7 @@ def _state(eager: torch.nn.Module, unflat: torch.nn.Module) -> list[str]:
     return findings
 
 
-def _call_counts(record: CaptureRecord, unflat: torch.nn.Module) -> list[str]:
+def _call_counts(record: ProgramRecord, unflat: torch.nn.Module) -> list[str]:
     """``call_module`` nodes per submodule vs eager forward calls (forward hooks)."""
     nodes_per_object: Counter[int] = Counter()
     findings = []
@@ -146,7 +149,7 @@ def _call_counts(record: CaptureRecord, unflat: torch.nn.Module) -> list[str]:
     return findings
 
 
-def _outputs(case: Case, record: CaptureRecord, unflat: torch.nn.Module) -> list[str]:
+def _outputs(case: Case, record: ProgramRecord, unflat: torch.nn.Module) -> list[str]:
     tolerance = Tolerance(case.expect.parity.atol, case.expect.parity.rtol)
     try:
         (step,) = run_steps(unflat, record.subject.inputs_copy(), steps=1, seed=case.seed)

@@ -8,6 +8,7 @@ parameter and buffer, and mutated inputs must agree within tolerance.
 
 from __future__ import annotations
 
+from pytest_exportcheck.capture.export import ProgramRecord
 from pytest_exportcheck.capture.record import CaptureRecord
 from pytest_exportcheck.checks.steps import compare_step, lifted_state
 from pytest_exportcheck.compare import Tolerance
@@ -17,6 +18,8 @@ from pytest_exportcheck.spec import Case
 
 
 def check_moved(case: Case, record: CaptureRecord) -> list[str]:
+    if not isinstance(record, ProgramRecord):  # the path's not_applicable keeps others out
+        raise TypeError(f"moved needs an ExportedProgram; {record.capture} gives none")
     subject = record.subject
     steps = case.expect.parity.steps
     tolerance = Tolerance(case.expect.parity.atol, case.expect.parity.rtol)

@@ -1,4 +1,11 @@
-"""parity: eager, ``ep.module()``, ``unflatten(ep)`` and the decomposed program agree.
+"""parity: every way of running a capture reproduces eager's outputs.
+
+The ways come from the capture path: ``ep.module()``, ``unflatten(ep)`` and the
+decomposed program for ``export``; the graph module itself and the graph fed
+eager state through its placeholders (its own calling convention) for
+``dynamo``; the graph module for ``dynamo-legacy``; the joint graph's forward
+outputs for ``aot-joint``, whose gradients are also compared with eager
+autograd on the same inputs.
 
 Each side runs on its own copy with cloned inputs, for ``expect.parity.steps``
 calls (state-carrying models are compared after each). Outputs must have the
@@ -10,13 +17,14 @@ the worst index, the mismatched/total count and the tolerance used.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
+from torch.utils import _pytree as pytree
 
+from pytest_exportcheck.capture.joint import JointRecord
 from pytest_exportcheck.capture.record import CaptureRecord
 from pytest_exportcheck.compare import Tolerance, compare_trees
 from pytest_exportcheck.failures import describe_exception
+from pytest_exportcheck.isolation import seed_everything
 from pytest_exportcheck.runs import run_steps
 from pytest_exportcheck.spec import Case
 
@@ -30,16 +38,12 @@ def check_parity(case: Case, record: CaptureRecord) -> list[str]:
         eager_steps = subject.eager_steps(steps)
     except Exception as exc:
         return [describe_exception(exc, context="eager raised")]
-    sides: list[tuple[str, Callable[[], torch.nn.Module]]] = [
-        ("ep.module()", record.fresh_module),
-        ("unflatten(ep)", record.fresh_unflattened),
-        ("decomposed", record.fresh_decomposed_module),
-    ]
     findings = []
-    for label, make in sides:
+    for runnable in record.runnables():
+        label = runnable.label
         try:
-            module = make()
-            runs = run_steps(module, inputs, steps=steps, seed=case.seed)
+            call, module = runnable.make()
+            runs = run_steps(call, inputs, steps=steps, seed=case.seed, state_of=module)
         except Exception as exc:
             findings.append(describe_exception(exc, context=f"{label} raised"))
             continue
@@ -48,4 +52,47 @@ def check_parity(case: Case, record: CaptureRecord) -> list[str]:
             findings += compare_trees(
                 want.output, got.output, tolerance=tolerance, root=root, names=("eager", label)
             )
+    if isinstance(record, JointRecord):
+        findings += _gradients(case, record, tolerance)
+    return findings
+
+
+def _gradients(case: Case, record: JointRecord, tolerance: Tolerance) -> list[str]:
+    """The joint graph's parameter gradients vs eager autograd of the same loss.
+
+    Gradients are compared per alias group: the joint graph takes a tied weight
+    once per name and splits its gradient between them; eager accumulates one.
+    """
+    subject = record.subject
+    model = subject.model_copy()
+    args, kwargs = subject.inputs_copy()
+    seed_everything(case.seed)
+    try:
+        with torch.enable_grad():
+            leaves = pytree.tree_leaves(model(*args, **kwargs))
+            leaves[case.loss_output or 0].backward()
+    except Exception as exc:
+        return [describe_exception(exc, context="eager backward of the loss output raised")]
+    args, kwargs = subject.inputs_copy()
+    seed_everything(case.seed)
+    try:
+        graph = record.gradients(args, kwargs)
+    except Exception as exc:
+        return [describe_exception(exc, context="the joint graph raised")]
+    findings = []
+    seen: set[str] = set()
+    for fqn, parameter in model.named_parameters(remove_duplicate=False):
+        group = subject.tensor_groups.get(fqn, (fqn,))
+        if fqn in seen:
+            continue
+        seen.update(group)
+        parts = [graph[name] for name in group if name in graph]
+        if not parts:
+            findings.append(f"the joint graph gives no gradient for {' / '.join(group)}")
+            continue
+        want = parameter.grad if parameter.grad is not None else torch.zeros_like(parameter)
+        findings += compare_trees(
+            want, torch.stack(parts).sum(0), tolerance=tolerance,
+            root=f"grad {' / '.join(group)}", names=("eager autograd", "joint graph"),
+        )  # fmt: skip
     return findings

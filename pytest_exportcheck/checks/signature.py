@@ -11,11 +11,14 @@ plain tensor attribute ``scale``, non-strict export gives the graph::
 
 and this check verifies, by value and tensor identity rather than by name:
 kinds are known; each target FQN resolves to an eager tensor of the same kind,
-dtype and shape as the graph's placeholder, held by the program with equal
-values; alias groups (tied weights) agree both ways; every eager parameter and
-buffer is lifted, aliases a lifted one, or is held by the program (strict export
-does not lift state forward never reads); user inputs follow the flattened case
-inputs in order; and ``expect.placeholders`` matches if given.
+dtype and shape as the graph's placeholder; the tensor the path feeds that
+placeholder *is* the captured model's tensor at the target (identity, so equal
+values cannot hide a swap) and equals eager's; alias groups (tied weights)
+agree both ways; every eager parameter and buffer is lifted, aliases a lifted
+one, or is held by the capture (strict export does not lift state forward never
+reads); user inputs follow the flattened case inputs in order; and
+``expect.placeholders`` matches if given. Every capture path fills the same
+placeholder list, so this one check serves them all.
 """
 
 from __future__ import annotations
@@ -26,7 +29,13 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
-from pytest_exportcheck.capture.record import PLACEHOLDER_KINDS, STATE_KINDS, CaptureRecord
+from pytest_exportcheck.capture.record import (
+    PLACEHOLDER_KINDS,
+    STATE_KINDS,
+    CaptureRecord,
+    named_tensors,
+    tensor_at,
+)
 from pytest_exportcheck.checks.listdiff import list_diff, partition_differences
 from pytest_exportcheck.spec import Case
 
@@ -38,6 +47,7 @@ def check_signature(case: Case, record: CaptureRecord) -> list[str]:
     findings += _state_targets(model, record)
     findings += _alias_groups(model, record)
     findings += _unaccounted_state(model, record)
+    findings += _usage_scopes(record)
     findings += _user_inputs(record)
     findings += _expected_placeholders(case, record)
     return findings
@@ -66,7 +76,7 @@ def _state_targets(model: torch.nn.Module, record: CaptureRecord) -> list[str]:
         if eager is None and p.kind == "constant" and is_traced_constant(p.target):
             # A tensor forward creates (torch.tensor([...]) in forward): export
             # lifts it under a name of its own; it has no eager counterpart.
-            if record.state_tensor(p.target) is None:
+            if record.fed_tensor(p) is None:
                 findings.append(f"{p.render()}: the program holds no tensor for {p.target!r}")
             continue
         if eager is None:
@@ -93,10 +103,11 @@ def _state_targets(model: torch.nn.Module, record: CaptureRecord) -> list[str]:
                 f"{p.render()}: graph expects {_describe(example)}, "
                 f"eager {p.target} is {_describe(eager)}"
             )
-        held = record.state_tensor(p.target)
+        held = record.fed_tensor(p)
         if held is None:
             findings.append(f"{p.render()}: the program holds no tensor for {p.target!r}")
             continue
+        findings += _fed_identity(record, p, held)
         if held.dtype != eager.dtype or held.shape != eager.shape:
             findings.append(
                 f"{p.render()}: program tensor {_describe(held)} != eager {_describe(eager)}"
@@ -113,7 +124,7 @@ def _alias_groups(model: torch.nn.Module, record: CaptureRecord) -> list[str]:
     program_ids: dict[str, Any] = {}
     for p in lifted:
         eager = eager_tensor(model, p.target)
-        held = record.state_tensor(p.target)
+        held = record.fed_tensor(p)
         if eager is not None and held is not None:
             eager_ids[p.target] = tensor_identity(eager)
             program_ids[p.target] = tensor_identity(held)
@@ -131,6 +142,8 @@ def _unaccounted_state(model: torch.nn.Module, record: CaptureRecord) -> list[st
     "Held" covers state forward never reads: strict export does not lift it,
     but the program still carries it in ``state_dict``/``constants``.
     """
+    if not record.keeps_unread_state:
+        return []  # the path keeps only what forward reads; see CaptureRecord
     lifted_ids = {
         tensor_identity(t)
         for p in record.placeholders
@@ -152,34 +165,42 @@ def _unaccounted_state(model: torch.nn.Module, record: CaptureRecord) -> list[st
 
 
 def _user_inputs(record: CaptureRecord) -> list[str]:
+    """Each user-input placeholder maps to one case input and expects what the case gives.
+
+    Paths differ in which inputs get placeholders (Dynamo specializes scalars
+    and orders inputs by first use; legacy Dynamo keeps a placeholder for a
+    ``None``), so placeholders are paired with inputs by their target path;
+    the order is already part of how export-style paths assign those targets.
+    """
     user = [p for p in record.placeholders if p.kind == "user_input"]
-    flat = record.subject.flat_inputs
+    inputs = dict(record.subject.flat_inputs)
     findings = []
-    if len(user) != len(flat):
+    mapped: dict[str, str] = {}
+    for placeholder in user:
+        path, example = placeholder.target, placeholder.example
+        if path is None:
+            if isinstance(example, torch.Tensor):
+                findings.append(f"{placeholder.name}: a tensor input that maps to no case input")
+            continue  # a baked-in non-tensor (legacy Dynamo keeps None as a graph input)
+        if path not in inputs:
+            findings.append(f"{placeholder.name}: maps to {path}, which the case does not give")
+            continue
+        if path in mapped:
+            findings.append(f"{placeholder.name} and {mapped[path]} both map to input {path}")
+        mapped[path] = placeholder.name
+        findings += _input_matches(placeholder, path, inputs[path])
+    expected = [
+        path
+        for path, value in record.subject.flat_inputs
+        if isinstance(value, torch.Tensor) or not record.bakes_scalar_inputs
+    ]
+    missing = [path for path in expected if path not in mapped]
+    if missing and not record.drops_unread_inputs:
         findings.append(
-            f"{len(user)} user-input placeholders ({', '.join(p.name for p in user)}) for "
-            f"{len(flat)} flattened case inputs ({', '.join(path for path, _ in flat)})"
+            f"case inputs without a user-input placeholder: {', '.join(missing)} "
+            f"(placeholders: {', '.join(p.name for p in user) or 'none'})"
         )
-        return findings
-    for placeholder, (path, value) in zip(user, flat, strict=True):
-        example = placeholder.example
-        if isinstance(value, torch.Tensor):
-            if not isinstance(example, torch.Tensor):
-                findings.append(
-                    f"{placeholder.name} (input {path}): a tensor input, but the graph expects "
-                    f"{example!r}"
-                )
-            elif example.dtype != value.dtype or tuple(example.shape) != tuple(value.shape):
-                findings.append(
-                    f"{placeholder.name} (input {path}): graph expects {_describe(example)}, "
-                    f"the case gives {_describe(value)}"
-                )
-        elif not isinstance(example, torch.Tensor) and example != value:
-            findings.append(
-                f"{placeholder.name} (input {path}): graph baked in {example!r}, "
-                f"the case gives {value!r}"
-            )
-    in_spec = getattr(record.program.call_spec, "in_spec", None)
+    in_spec = record.in_spec
     if in_spec is not None:
         case_spec = pytree.tree_structure(record.subject.pristine_inputs)
         if in_spec != case_spec:
@@ -191,8 +212,29 @@ def _user_inputs(record: CaptureRecord) -> list[str]:
     return findings
 
 
+def _input_matches(placeholder: Any, path: str, value: Any) -> list[str]:
+    example = placeholder.example
+    if isinstance(value, torch.Tensor):
+        if not isinstance(example, torch.Tensor):
+            return [
+                f"{placeholder.name} (input {path}): a tensor input, but the graph expects "
+                f"{example!r}"
+            ]
+        if example.dtype != value.dtype or tuple(example.shape) != tuple(value.shape):
+            return [
+                f"{placeholder.name} (input {path}): graph expects {_describe(example)}, "
+                f"the case gives {_describe(value)}"
+            ]
+    elif not isinstance(example, torch.Tensor) and example != value:
+        return [
+            f"{placeholder.name} (input {path}): graph baked in {example!r}, "
+            f"the case gives {value!r}"
+        ]
+    return []
+
+
 def _expected_placeholders(case: Case, record: CaptureRecord) -> list[str]:
-    expected = case.expect.placeholders
+    expected = case.expect.placeholders_for(record.capture)
     if expected is None:
         return []
     # An expectation without a target compares name and kind only.
@@ -210,6 +252,65 @@ def _expected_placeholders(case: Case, record: CaptureRecord) -> list[str]:
     ]
 
 
+def _usage_scopes(record: CaptureRecord) -> list[str]:
+    """Graph evidence: a lifted tensor is used inside the module that owns its target.
+
+    Export and Dynamo graphs record per node the stack of modules whose forward
+    made it (``nn_module_stack``). A placeholder mapped to ``b.weight`` but read
+    only by ops made inside module ``a`` — neither ``b``, nor an ancestor or a
+    descendant of it — is mapped to the wrong tensor, even where every shape
+    and the signature itself agree. Nodes without a stack (AOT joint graphs)
+    and reads in the root's own forward say nothing.
+    """
+    nodes: dict[str, list[torch.fx.Node]] = {}
+    for node in record.graph_module.graph.nodes:
+        if node.op in ("placeholder", "get_attr"):
+            for key in {node.name, str(node.target)}:
+                nodes.setdefault(key, []).append(node)
+    groups = record.subject.tensor_groups
+    findings = []
+    for p in record.placeholders:
+        if p.kind not in STATE_KINDS or not p.target or is_traced_constant(p.target):
+            continue
+        scopes = {
+            scope
+            for node in nodes.get(p.name, [])
+            for user in node.users
+            if (scope := _innermost_module(user)) is not None
+        }
+        owners = {fqn.rpartition(".")[0] for fqn in groups.get(p.target, (p.target,))}
+        if scopes and not any(_on_one_line(s, o) for s in scopes for o in owners):
+            findings.append(
+                f"{p.render()}: the graph reads it only inside module(s) "
+                f"{', '.join(repr(s) for s in sorted(scopes))}, which neither own "
+                f"{p.target!r} nor contain or sit inside its owner"
+            )
+    return findings
+
+
+def _innermost_module(node: torch.fx.Node) -> str | None:
+    """The FQN of the innermost module whose forward made ``node``, if recorded."""
+    stack = node.meta.get("nn_module_stack")
+    if not stack:
+        return None
+    path = str(list(stack.values())[-1][0])
+    dynamo_source = path.startswith("L['")  # L['self']._modules['a'].b[0]
+    path = re.sub(r"\._modules\['([^']*)'\]|\['([^']*)'\]|\[(\d+)\]", r".\1\2\3", path)
+    if dynamo_source:
+        path = path.split(".", 2)[2] if path.count(".") >= 2 else ""
+    return re.sub(r"@\d+$", "", path).strip(".")
+
+
+def _on_one_line(scope: str, owner: str) -> bool:
+    return (
+        not scope
+        or not owner
+        or scope == owner
+        or scope.startswith(owner + ".")
+        or owner.startswith(scope + ".")
+    )
+
+
 TRACED_CONSTANT = re.compile(r"(.+\.)?lifted_tensor_\d+")
 
 
@@ -218,15 +319,27 @@ def is_traced_constant(target: str) -> bool:
     return TRACED_CONSTANT.fullmatch(target) is not None
 
 
-def eager_tensor(model: torch.nn.Module, fqn: str) -> torch.Tensor | None:
-    """The tensor at ``fqn`` in ``model``: a parameter, buffer or plain tensor attribute."""
-    owner_path, _, attr = fqn.rpartition(".")
-    try:
-        owner = model.get_submodule(owner_path) if owner_path else model
-    except AttributeError:
-        return None
-    value = getattr(owner, attr, None)
-    return value if isinstance(value, torch.Tensor) else None
+eager_tensor = tensor_at
+
+
+def _fed_identity(record: CaptureRecord, p: Any, held: torch.Tensor) -> list[str]:
+    """The tensor fed to ``p`` is the captured model's tensor at ``p.target``, by identity."""
+    captured = record.captured_model
+    if captured is None:  # e.g. moved to a device: new tensors, compared by value only
+        return []
+    expected = tensor_at(captured, p.target)
+    if expected is not None and tensor_identity(expected) == tensor_identity(held):
+        return []
+    actual = [
+        fqn
+        for fqn, (_, tensor) in named_tensors(captured).items()
+        if tensor_identity(tensor) == tensor_identity(held)
+    ]
+    fed = f"the tensor at {', '.join(actual)}" if actual else "a tensor the model does not hold"
+    return [
+        f"{p.render()}: {record.capture} feeds this placeholder {fed}, not {p.target!r} "
+        f"(target read from {p.mapped_by})"
+    ]
 
 
 def tensor_identity(tensor: torch.Tensor) -> Any:

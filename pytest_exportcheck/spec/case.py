@@ -6,7 +6,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ALL_CHECKS: tuple[str, ...] = ("signature", "hierarchy", "mutation", "parity", "moved")
+ALL_CHECKS: tuple[str, ...] = (
+    "signature",
+    "hierarchy",
+    "mutation",
+    "parity",
+    "moved",
+    "consistency",
+)
 DEFAULT_CAPTURES: tuple[str, ...] = ("export",)
 DEFAULT_MUTATION_STEPS = 3
 DEFAULT_PARITY_STEPS = 1
@@ -56,10 +63,19 @@ class ParityTolerance:
 
 
 @dataclass(frozen=True)
+class AcceptedDifference:
+    """A row of the consistency table that may differ between captures, and why."""
+
+    row: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class ExpectSpec:
     """Exact expectations a case may state; invariants are checked without them."""
 
-    placeholders: list[ExpectedPlaceholder] | None = None
+    # One list for every capture, or a list per capture name.
+    placeholders: list[ExpectedPlaceholder] | dict[str, list[ExpectedPlaceholder]] | None = None
     placeholders_line: int | None = None
     modules: list[str] | None = None
     modules_line: int | None = None
@@ -67,6 +83,13 @@ class ExpectSpec:
     mutated_buffers_line: int | None = None
     parity: ParityTolerance = field(default_factory=ParityTolerance)
     mutation_steps: int = DEFAULT_MUTATION_STEPS
+    accepted_differences: tuple[AcceptedDifference, ...] = ()
+    consistency_line: int | None = None
+
+    def placeholders_for(self, capture: str) -> list[ExpectedPlaceholder] | None:
+        if isinstance(self.placeholders, dict):
+            return self.placeholders.get(capture)
+        return self.placeholders
 
 
 @dataclass(frozen=True)
@@ -100,6 +123,8 @@ class Case:
     checks: tuple[str, ...] = ALL_CHECKS
     devices: tuple[str, ...] | None = None
     expect: ExpectSpec = field(default_factory=ExpectSpec)
+    # aot-joint: which flattened output is the scalar loss.
+    loss_output: int | None = None
     xfails: tuple[XfailSpec, ...] = ()
 
     @property

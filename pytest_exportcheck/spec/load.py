@@ -21,6 +21,7 @@ from pytest_exportcheck.spec.case import (
     DEFAULT_CAPTURES,
     DEFAULT_MUTATION_STEPS,
     DEFAULT_PARITY_STEPS,
+    AcceptedDifference,
     Case,
     ExpectedPlaceholder,
     ExpectSpec,
@@ -187,6 +188,7 @@ def _build_case(name: str, line: int, raw: dict[str, Any], path: Path) -> Case:
     xfail_raw = raw.get("xfail", [])
     xfail_list = xfail_raw if isinstance(xfail_raw, list) else [xfail_raw]
     placeholders = expect.get("placeholders")
+    consistency = expect.get("consistency", {})
     return Case(
         name=name,
         path=path,
@@ -203,10 +205,9 @@ def _build_case(name: str, line: int, raw: dict[str, Any], path: Path) -> Case:
         captures=tuple(raw.get("captures", DEFAULT_CAPTURES)),
         checks=tuple(c for c in ALL_CHECKS if c in raw.get("checks", ALL_CHECKS)),
         devices=tuple(raw["devices"]) if "devices" in raw else None,
+        loss_output=raw.get("loss_output"),
         expect=ExpectSpec(
-            placeholders=None
-            if placeholders is None
-            else [ExpectedPlaceholder(p["name"], p["kind"], p.get("target")) for p in placeholders],
+            placeholders=_placeholders(placeholders),
             placeholders_line=_key_line(expect, "placeholders"),
             modules=None if "modules" not in expect else list(expect["modules"]),
             modules_line=_key_line(expect, "modules"),
@@ -220,6 +221,10 @@ def _build_case(name: str, line: int, raw: dict[str, Any], path: Path) -> Case:
                 steps=parity.get("steps", DEFAULT_PARITY_STEPS),
             ),
             mutation_steps=expect.get("mutation", {}).get("steps", DEFAULT_MUTATION_STEPS),
+            accepted_differences=tuple(
+                AcceptedDifference(a["row"], a["reason"]) for a in consistency.get("accept", [])
+            ),
+            consistency_line=_key_line(expect, "consistency"),
         ),
         xfails=tuple(
             XfailSpec(
@@ -232,6 +237,14 @@ def _build_case(name: str, line: int, raw: dict[str, Any], path: Path) -> Case:
             for x in xfail_list
         ),
     )
+
+
+def _placeholders(raw: Any) -> Any:
+    if raw is None:
+        return None
+    if isinstance(raw, dict):
+        return {capture: _placeholders(listed) for capture, listed in raw.items()}
+    return [ExpectedPlaceholder(p["name"], p["kind"], p.get("target")) for p in raw]
 
 
 def _key_line(mapping: Any, key: str) -> int | None:

@@ -23,6 +23,7 @@ MAX_TENSOR_ELEMENTS = 1 << 28
 
 def semantic_errors(case: dict[str, Any]) -> list[Problem]:
     problems = list(_xfail_scope(case))
+    problems += list(_capture_options(case))
     inputs = case.get("inputs", {})
     if "factory" not in inputs:
         for index, value in enumerate(inputs.get("args", [])):
@@ -52,6 +53,26 @@ def _xfail_scope(case: dict[str, Any]) -> Iterator[Problem]:
                     f"xfail names check {check!r}, which this case does not run "
                     f"(checks: {', '.join(checks)})",
                     [*where, "checks"],
+                )
+
+
+def _capture_options(case: dict[str, Any]) -> Iterator[Problem]:
+    """What a capture needs from the case, and per-capture keys that name a capture not run."""
+    captures = case.get("captures", list(DEFAULT_CAPTURES))
+    if "aot-joint" in captures and "loss_output" not in case:
+        yield (
+            "capture 'aot-joint' needs `loss_output`: the index of the scalar loss among the "
+            "flattened model outputs (aot_export_module traces the backward of one loss)",
+            ["captures"],
+        )
+    placeholders = case.get("expect", {}).get("placeholders")
+    if isinstance(placeholders, dict):
+        for capture in placeholders:
+            if capture not in captures:
+                yield (
+                    f"expect.placeholders names capture {capture!r}, which this case does not "
+                    f"run (captures: {', '.join(captures)})",
+                    ["expect", "placeholders", capture],
                 )
 
 

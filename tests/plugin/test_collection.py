@@ -29,7 +29,8 @@ def test_one_item_per_case_capture_and_check(project: pytest.Pytester) -> None:
             "cases/main.yaml::mlp::hierarchy[[]export-strict-cpu[]]",
             "cases/main.yaml::mlp::mutation[[]export-strict-cpu[]]",
             "cases/main.yaml::mlp::parity[[]export-strict-cpu[]]",
-            "8 tests collected*",
+            "cases/main.yaml::mlp::consistency[[]cpu[]]",
+            "9 tests collected*",
         ]
     )
 

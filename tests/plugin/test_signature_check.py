@@ -197,8 +197,38 @@ def test_user_inputs_not_matching_the_case_inputs(project: pytest.Pytester) -> N
     result = run_signature(project)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        ["*0 user-input placeholders () for 1 flattened case inputs (args[[]0[]])"]
+        ["*case inputs without a user-input placeholder: args[[]0[]] (placeholders: none)"]
     )
+
+
+def test_a_user_input_mapped_to_an_input_the_case_does_not_give(
+    project: pytest.Pytester,
+) -> None:
+    write_cases(project, MLP_CASE)
+    inject(
+        project,
+        """
+        import dataclasses
+        record.placeholders[-1] = dataclasses.replace(record.placeholders[-1], target="args[1]")
+        """,
+    )
+    result = run_signature(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*- x: maps to args[[]1[]], which the case does not give"])
+
+
+def test_two_user_inputs_mapped_to_one_case_input(project: pytest.Pytester) -> None:
+    write_cases(project, MLP_CASE)
+    inject(
+        project,
+        """
+        import dataclasses
+        record.placeholders.append(dataclasses.replace(record.placeholders[-1], name="x_again"))
+        """,
+    )
+    result = run_signature(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*- x_again and x both map to input args[[]0[]]"])
 
 
 def test_a_tensor_created_in_forward_is_a_traced_constant(project: pytest.Pytester) -> None:

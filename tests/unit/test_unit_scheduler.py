@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_exportcheck.scheduler import DeviceAwareScheduling, unit_of
+from pytest_exportcheck.scheduler import DeviceAwareScheduling, compared_units, unit_of
 
 CHECKS = ("signature", "hierarchy", "mutation", "parity")
 
@@ -140,3 +140,17 @@ def test_a_dead_owner_hands_its_gpu_to_a_survivor() -> None:
     survivor = second if owner_of_cuda0 is first else first
     scheduler.remove_node(owner_of_cuda0)
     assert scheduler.owners["cuda:0"] is survivor
+
+
+def test_a_case_compared_across_captures_is_one_unit_per_device() -> None:
+    collection = [
+        "cases/a.yaml::lm::parity[export-cpu]",
+        "cases/a.yaml::lm::parity[dynamo-cpu]",
+        "cases/a.yaml::lm::consistency[cpu]",
+        "cases/a.yaml::mlp::parity[export-cpu]",
+    ]
+    compared = compared_units(collection)
+    assert compared == {"cases/a.yaml::lm::[cpu]"}
+    units = {unit_of(nodeid, compared)[0] for nodeid in collection}
+    # lm's captures meet in its consistency item; mlp keeps one unit per capture.
+    assert units == {"cases/a.yaml::lm::[cpu]", "cases/a.yaml::mlp::[export-cpu]"}

@@ -316,8 +316,8 @@ def test_unknown_case_key_suggests_the_closest_one(tmp_path):
     assert error.line == line_with(text, "captrues")
     assert "unknown key 'captrues' in cases.a (did you mean 'captures'?)" in error.message
     assert (
-        "allowed: captures, checks, description, devices, expect, inputs, model, seed, xfail"
-        in (error.message)
+        "allowed: captures, checks, description, devices, expect, inputs, loss_output, model, seed, "
+        "xfail" in (error.message)
     )
 
 
@@ -379,14 +379,18 @@ def test_bad_capture_lists_the_allowed_captures(tmp_path):
     error = case_error(tmp_path, text)
 
     assert error.line == line_with(text, "exprot")
-    assert error.message == "cases.a.captures[0]: 'exprot' is not one of: export, export-strict"
+    assert error.message == (
+        "cases.a.captures[0]: 'exprot' is not one of: export, export-strict, dynamo, "
+        "dynamo-legacy, aot-joint"
+    )
 
 
 def test_bad_check_names_its_index(tmp_path):
     error = case_error(tmp_path, one_case("    checks: [parity, nope]\n"))
 
     assert error.message == (
-        "cases.a.checks[1]: 'nope' is not one of: signature, hierarchy, mutation, parity, moved"
+        "cases.a.checks[1]: 'nope' is not one of: signature, hierarchy, mutation, parity, moved, "
+        "consistency"
     )
 
 
@@ -680,3 +684,66 @@ def test_a_float_yaml_reads_as_a_string_gets_a_hint(tmp_path):
         "'1e-5' is not of type 'number' (YAML 1.1 reads 1e-5 as a string: a float needs a dot "
         "and a signed exponent, e.g. 1.0e-5)"
     )
+
+
+# --- capture paths ---------------------------------------------------------------------------------
+
+
+def test_placeholders_may_be_given_per_capture(tmp_path):
+    text = one_case(
+        "    captures: [export, dynamo]\n"
+        "    expect:\n"
+        "      placeholders:\n"
+        "        export: [{name: x, kind: user_input}]\n"
+        "        dynamo: [{name: L_x_, kind: user_input}]\n"
+    )
+    (entry,) = load(tmp_path, text)
+    assert [p.name for p in entry.case.expect.placeholders_for("dynamo")] == ["L_x_"]
+    assert [p.name for p in entry.case.expect.placeholders_for("export")] == ["x"]
+
+
+def test_placeholders_for_a_capture_the_case_does_not_run(tmp_path):
+    text = one_case(
+        "    captures: [export]\n"
+        "    expect:\n"
+        "      placeholders:\n"
+        "        dynamo: [{name: L_x_, kind: user_input}]\n"
+    )
+    error = case_error(tmp_path, text)
+    assert error.line == line_with(text, "dynamo:")
+    assert error.message == (
+        "expect.placeholders names capture 'dynamo', which this case does not run "
+        "(captures: export)"
+    )
+
+
+def test_the_joint_graph_capture_needs_a_loss_output(tmp_path):
+    text = one_case("    captures: [export, aot-joint]\n")
+    error = case_error(tmp_path, text)
+    assert error.line == line_with(text, "captures:")
+    assert error.message.startswith("capture 'aot-joint' needs `loss_output`")
+
+
+def test_an_accepted_difference_needs_a_reason(tmp_path):
+    text = one_case(
+        "    captures: [export, dynamo]\n"
+        "    expect:\n"
+        "      consistency:\n"
+        "        accept: [{row: 'lifted: w'}]\n"
+    )
+    error = case_error(tmp_path, text)
+    assert error.line == line_with(text, "accept:")
+    assert "'reason' is a required property" in error.message
+
+
+def test_accepted_differences_are_loaded(tmp_path):
+    text = one_case(
+        "    captures: [export, dynamo]\n"
+        "    expect:\n"
+        "      consistency:\n"
+        "        accept: [{row: 'lifted: w', reason: tied}]\n"
+    )
+    (entry,) = load(tmp_path, text)
+    assert [(a.row, a.reason) for a in entry.case.expect.accepted_differences] == [
+        ("lifted: w", "tied")
+    ]

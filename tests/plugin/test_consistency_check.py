@@ -1,0 +1,158 @@
+"""consistency: a case's captures compared with each other, differences declared or failing."""
+
+from __future__ import annotations
+
+import pytest
+from casekit import inject, write_cases
+
+TIED = """
+cases:
+  tied:
+    description: head tied to the embedding
+    model: {{target: models.py:Tied}}
+    inputs: {{args: [{{shape: [2, 5], dtype: int64, low: 0, high: 16}}]}}
+    captures: [export, export-strict, dynamo]
+{extra}"""
+
+COUNTER = """
+cases:
+  counter:
+    description: a counter buffer
+    model: {{target: models.py:Counter}}
+    inputs: {{args: [{{shape: [2, 4]}}]}}
+    captures: [{captures}]
+"""
+
+
+def run_consistency(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest("--exportcheck", "-k", "consistency", *args)
+
+
+def test_an_undeclared_difference_fails_with_a_table(
+    project: pytest.Pytester, dist: list[str]
+) -> None:
+    write_cases(project, TIED.format(extra=""))
+    result = run_consistency(project, *dist)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*captures disagree on 1 row(s) not in expect.consistency.accept:",
+            "  row *export *export-strict *dynamo",
+            "  lifted: emb.weight  parameter emb.weight, parameter head.weight  "
+            "parameter emb.weight  parameter emb.weight",
+        ]
+    )
+
+
+def test_a_declared_difference_passes(project: pytest.Pytester) -> None:
+    accept = """    expect:
+      consistency:
+        accept:
+          - {row: "lifted: emb.weight", reason: non-strict lifts each name of a tied weight}
+"""
+    write_cases(project, TIED.format(extra=accept))
+    run_consistency(project).assert_outcomes(passed=1)
+
+
+def test_a_declared_row_may_use_wildcards(project: pytest.Pytester) -> None:
+    accept = """    expect:
+      consistency:
+        accept: [{row: "lifted: *", reason: ties}]
+"""
+    write_cases(project, TIED.format(extra=accept))
+    run_consistency(project).assert_outcomes(passed=1)
+
+
+def test_a_declared_difference_that_no_longer_occurs_is_a_warning(
+    project: pytest.Pytester,
+) -> None:
+    write_cases(
+        project,
+        COUNTER.format(captures="export, export-strict")
+        + "    expect:\n      consistency:\n        accept: [{row: 'lifted: lin.weight', reason: old}]\n",
+    )
+    result = run_consistency(project)
+    result.assert_outcomes(passed=1, warnings=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*ExportCheckWarning: cases/main.yaml:8: accepted difference 'lifted: lin.weight' "
+            "did not occur between export, export-strict: remove it from expect.consistency.accept"
+        ]
+    )
+
+
+def test_differing_mutation_records_fail(project: pytest.Pytester) -> None:
+    write_cases(project, COUNTER.format(captures="export, export-strict"))
+    inject(
+        project,
+        """
+        import dataclasses
+        recorded = record.mutations()
+        record.mutations = lambda: dataclasses.replace(recorded, buffers=frozenset())
+        """,
+        capture="export-strict",
+    )
+    result = run_consistency(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["  mutated: count  yes  *no"])
+
+
+def test_a_path_without_mutation_records_is_not_compared(project: pytest.Pytester) -> None:
+    write_cases(project, COUNTER.format(captures="export, dynamo"))
+    run_consistency(project).assert_outcomes(passed=1)
+
+
+def test_differing_outputs_fail(project: pytest.Pytester) -> None:
+    write_cases(project, COUNTER.format(captures="export, export-strict"))
+    inject(
+        project,
+        """
+        make = record.fresh_module
+        def noisy():
+            module = make()
+            module.register_forward_hook(lambda m, a, out: out + 0.5)
+            return module
+        record.fresh_module = noisy
+        """,
+        capture="export-strict",
+    )
+    result = run_consistency(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["  outputs  reference  output: 8 / 8 elements outside tolerance*"])
+
+
+def test_differing_user_inputs_fail(project: pytest.Pytester) -> None:
+    write_cases(project, COUNTER.format(captures="export, export-strict"))
+    inject(
+        project,
+        """
+        import dataclasses
+        record.placeholders[:] = [
+            dataclasses.replace(p, target=None) if p.kind == "user_input" else p
+            for p in record.placeholders
+        ]
+        """,
+        capture="export-strict",
+    )
+    result = run_consistency(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["  user inputs  args[[]0[]]  ? (x)"])
+
+
+def test_with_fewer_than_two_captures_left_it_skips_saying_why(
+    project: pytest.Pytester,
+) -> None:
+    write_cases(
+        project,
+        COUNTER.format(captures="export, export-strict").replace("Counter", "DataDependent"),
+    )
+    result = run_consistency(project, "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(
+        ["SKIPPED * fewer than two captures to compare (export: [[]capture[]] *; export-strict: *"]
+    )
+
+
+def test_a_case_with_one_capture_has_no_consistency_item(project: pytest.Pytester) -> None:
+    write_cases(project, COUNTER.format(captures="export"))
+    run_consistency(project).assert_outcomes()
