@@ -43,7 +43,9 @@ class LossOutputs(torch.nn.Module):
     parameter, buffer and submodule dicts, so FQNs stay the model's own.
     """
 
-    def __init__(self, model: torch.nn.Module, loss_index: int) -> None:
+    def __init__(
+        self, model: torch.nn.Module, loss_index: int, kwarg_names: tuple[str, ...] = ()
+    ) -> None:
         super().__init__()
         self._parameters = model._parameters
         self._buffers = model._buffers
@@ -52,9 +54,15 @@ class LossOutputs(torch.nn.Module):
         self.training = model.training
         object.__setattr__(self, "wrapped_forward", model.forward)
         self.loss_index = loss_index
+        # torch 2.13's aot_export_module accepts kwargs= but calls the traced
+        # function with positional arguments only (TypeError: fn_to_trace() got an
+        # unexpected keyword argument): keyword inputs arrive as trailing positions.
+        self.kwarg_names = kwarg_names
         self.out_spec: pytree.TreeSpec | None = None
 
-    def forward(self, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+    def forward(self, *positional: Any) -> tuple[Any, ...]:
+        split = len(positional) - len(self.kwarg_names)
+        args, kwargs = positional[:split], dict(zip(self.kwarg_names, positional[split:]))
         leaves, self.out_spec = pytree.tree_flatten(self.wrapped_forward(*args, **kwargs))
         if not 0 <= self.loss_index < len(leaves):
             raise IndexError(
@@ -72,12 +80,12 @@ def capture_aot_joint(subject: Subject) -> JointRecord:
     case = subject.case
     if case.loss_output is None:  # the loader requires it; kept for direct API use
         raise CaptureError(f"{case.location}: aot-joint needs `loss_output` in the case")
-    model = LossOutputs(subject.model_copy(), case.loss_output)
     args, kwargs = subject.inputs_copy()
+    model = LossOutputs(subject.model_copy(), case.loss_output, tuple(kwargs))
     started = time.perf_counter()
     try:
         gm, signature = aot_export_module(
-            model, args, trace_joint=True, output_loss_index=case.loss_output, kwargs=kwargs
+            model, (*args, *kwargs.values()), trace_joint=True, output_loss_index=case.loss_output
         )
     except Exception as exc:
         raise CaptureError(
