@@ -53,7 +53,8 @@ class WithUnusedParam(nn.Module):
 
     Export trap: non-strict lifts unused state as placeholders with no users
     (in ``named_parameters()`` order, so ``unused_scale`` comes first); strict
-    drops it from the signature and from ``ep.module()``. ``ep.state_dict`` and
+    drops it from the signature and from ``ep.module()``, and both Dynamo
+    paths never make it a graph input. ``ep.state_dict`` and
     unflatten keep it either way; ``unused_head`` is restored with zero calls.
     """
 

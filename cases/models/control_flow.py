@@ -57,7 +57,8 @@ class ShapeBranch(nn.Module):
 
     Export trap: data-*independent* control flow is resolved at trace time;
     only the taken branch appears in the graph; ``never_used`` has no calls,
-    is lifted with no users by non-strict and not lifted at all by strict.
+    is lifted with no users by non-strict and not lifted at all by strict or
+    Dynamo.
     """
 
     def __init__(self, dim: int = 4, use_residual: bool = True) -> None:

@@ -11,7 +11,8 @@ class TinyLM(nn.Module):
 
     Export trap: one tensor reachable under two FQNs. Non-strict export lifts
     it twice (``p_emb_weight`` and ``p_head_weight``, one tensor); strict lifts
-    it once (``p_emb_weight``) and its ``ep.module()`` has no ``head`` at all.
+    it once (``p_emb_weight``) and its ``ep.module()`` has no ``head`` at all;
+    Dynamo dedupes by identity too and makes it one graph input.
     Unflatten restores ``head`` with ``head.weight is emb.weight`` in both.
     ``use_cache`` is a python bool input: a constant user input.
     """

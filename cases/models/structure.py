@@ -42,7 +42,9 @@ class SharedSubmodule(nn.Module):
     ``enc.lin``... and ``dec``, ``dec.lin``... for one object, called twice.
     Unflatten must restore both names *and* keep them one object. Non-strict
     lifts every parameter twice (``p_enc_*`` and ``p_dec_*``); strict lifts
-    once, naming the placeholder after ``dec`` but targeting ``enc.*``.
+    once, naming the placeholder after ``dec`` but targeting ``enc.*``. Dynamo
+    names the block after ``dec`` as well: in ``self.dec(self.mid(self.enc(x)))``
+    the attribute ``self.dec`` is loaded before its argument is evaluated.
     """
 
     def __init__(self, dim: int = 4) -> None:
