@@ -62,7 +62,10 @@ class LossOutputs(torch.nn.Module):
 
     def forward(self, *positional: Any) -> tuple[Any, ...]:
         split = len(positional) - len(self.kwarg_names)
-        args, kwargs = positional[:split], dict(zip(self.kwarg_names, positional[split:]))
+        args, kwargs = (
+            positional[:split],
+            dict(zip(self.kwarg_names, positional[split:], strict=True)),
+        )
         leaves, self.out_spec = pytree.tree_flatten(self.wrapped_forward(*args, **kwargs))
         if not 0 <= self.loss_index < len(leaves):
             raise IndexError(
