@@ -130,11 +130,17 @@ class CheckItem(pytest.Item):
         return keys
 
     def runtest(self) -> None:
+        from pytest_exportcheck import compat
         from pytest_exportcheck.checks import not_applicable
         from pytest_exportcheck.devices import unavailable_reason
         from pytest_exportcheck.failures import CheckFailure, ExportCheckError, InternalError
         from pytest_exportcheck.isolation import seeded
 
+        if self.case.requires_torch and not compat.satisfies(self.case.requires_torch):
+            _skip_here(
+                f"the case needs torch {self.case.requires_torch}; "
+                f"installed: {compat.torch_version()}"
+            )
         reason = not_applicable(self.check, self.capture, self.device)
         if reason is not None:
             _skip_here(f"not applicable: {reason}")
@@ -156,8 +162,12 @@ class CheckItem(pytest.Item):
 
     def _capture_unavailable(self) -> str | None:
         from pytest_exportcheck.capture import unavailable
+        from pytest_exportcheck.capture.moved import moved_unavailable
 
-        return unavailable(self.capture)
+        reason = unavailable(self.capture)
+        if reason is None and self.check == "moved":
+            reason = moved_unavailable()
+        return reason
 
     def _check(self) -> list[str]:
         from pytest_exportcheck.checks import CHECKS

@@ -43,6 +43,7 @@ from pytest_exportcheck.capture.record import (
     named_tensors,
     tensor_at,
 )
+from pytest_exportcheck.compat import dynamo_graph_capture
 from pytest_exportcheck.failures import CaptureError, describe_exception
 from pytest_exportcheck.isolation import clone_tree, flat_inputs
 from pytest_exportcheck.subject import Subject
@@ -51,9 +52,7 @@ BY_IDENTITY = "tensor identity (no source name matched)"
 
 
 def dynamo_unavailable() -> str | None:
-    try:
-        from torch._dynamo.functional_export import dynamo_graph_capture_for_export  # noqa: F401
-    except ImportError:
+    if dynamo_graph_capture() is None:
         return (
             f"torch {torch.__version__} has no "
             "torch._dynamo.functional_export.dynamo_graph_capture_for_export"
@@ -62,8 +61,8 @@ def dynamo_unavailable() -> str | None:
 
 
 def capture_dynamo(subject: Subject) -> GraphRecord:
-    from torch._dynamo.functional_export import dynamo_graph_capture_for_export
-
+    dynamo_graph_capture_for_export = dynamo_graph_capture()
+    assert dynamo_graph_capture_for_export is not None  # items skip first (dynamo_unavailable)
     model = subject.model_copy()
     args, kwargs = subject.inputs_copy()
     started = time.perf_counter()
@@ -121,20 +120,26 @@ def capture_dynamo_legacy(subject: Subject) -> GraphRecord:
     placeholders: list[Placeholder] = []
     fed: dict[str, Any] = {}
     inputs = iter(zip(fed_inputs, paths, strict=True))
+
+    def add_state(name: str, value: Any) -> None:
+        if isinstance(value, torch.Tensor) and name not in fed:  # not a cond subgraph
+            placeholders.append(_legacy_state(gm, name, value, flat_names, spellings, tensors))
+            fed[name] = value
+
     for node in gm.graph.nodes:
         if node.op == "placeholder":
             value, path = next(inputs)
             placeholders.append(_user_input(node.name, path, node.meta.get("val")))
-        elif node.op == "get_attr" and node.target not in fed:
-            value = functools.reduce(getattr, node.target.split("."), gm)
-            if not isinstance(value, torch.Tensor):
-                continue  # a subgraph (cond branches), not state
-            placeholders.append(
-                _legacy_state(gm, node.target, value, flat_names, spellings, tensors)
-            )
-        else:
-            continue
-        fed[placeholders[-1].name] = value
+            fed[node.name] = value
+        elif node.op == "get_attr":
+            add_state(node.target, functools.reduce(getattr, node.target.split("."), gm))
+        elif node.op == "call_module":
+            # Older releases (2.6) keep leaf modules as call_module nodes: their
+            # tensors are the state, named `L__self___fc1.weight` here and
+            # `L__self___fc1_weight` in the flat-name map.
+            module = gm.get_submodule(node.target)
+            for attr, value in _module_tensors(module):
+                add_state(f"{node.target}.{attr}", value)
     return GraphRecord(
         capture="dynamo-legacy",
         subject=subject,
@@ -291,6 +296,13 @@ def _dynamo_placeholder(
     return _by_identity(name, value, tensors, example)
 
 
+def _module_tensors(module: torch.nn.Module) -> list[tuple[str, torch.Tensor]]:
+    return [
+        *module.named_parameters(remove_duplicate=False),
+        *module.named_buffers(remove_duplicate=False),
+    ]
+
+
 def _legacy_state(
     gm: torch.fx.GraphModule,
     name: str,
@@ -300,9 +312,10 @@ def _legacy_state(
     tensors: dict[str, tuple[str, torch.Tensor]],
 ) -> Placeholder:
     example = value
-    if name in flat_names:
-        kind = "parameter" if name in gm._parameters else "buffer"
-        return Placeholder(name, kind, flat_names[name], example=example,
+    flat = name.replace(".", "_")
+    if flat in flat_names:
+        kind = "parameter" if isinstance(value, torch.nn.Parameter) else "buffer"
+        return Placeholder(name, kind, flat_names[flat], example=example,
                            mapped_by="dynamo_flat_name_to_original_fqn")  # fmt: skip
     if name in spellings:
         # Legacy export registers plain tensor attributes as buffers but leaves

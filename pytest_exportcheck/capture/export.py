@@ -22,6 +22,7 @@ from pytest_exportcheck.capture.record import (
     Placeholder,
     Runnable,
 )
+from pytest_exportcheck.compat import parameters_to_mutate
 from pytest_exportcheck.failures import CaptureError, describe_exception
 from pytest_exportcheck.isolation import private_copy, quiet_torch_internals
 from pytest_exportcheck.subject import Subject
@@ -124,8 +125,7 @@ class ProgramRecord(CaptureRecord):
         path_of = dict(zip(signature.user_inputs, paths, strict=False))
         return Mutations(
             buffers=frozenset(signature.buffers_to_mutate.values()),
-            # parameters_to_mutate exists from torch 2.9 (no parameter mutation before).
-            parameters=frozenset(getattr(signature, "parameters_to_mutate", {}).values()),
+            parameters=frozenset(parameters_to_mutate(signature).values()),
             user_inputs=frozenset(
                 path_of.get(n, n) for n in signature.user_inputs_to_mutate.values()
             ),

@@ -31,6 +31,7 @@ from pytest_exportcheck.capture.record import (
     StatefulCall,
     tensor_at,
 )
+from pytest_exportcheck.compat import parameters_to_mutate
 from pytest_exportcheck.failures import CaptureError, describe_exception
 from pytest_exportcheck.subject import Subject
 
@@ -137,7 +138,7 @@ class JointRecord(CaptureRecord):
         paths = {p.name: p.target for p in self.placeholders if p.kind == "user_input"}
         return Mutations(
             buffers=frozenset(signature.buffers_to_mutate.values()),
-            parameters=frozenset(getattr(signature, "parameters_to_mutate", {}).values()),
+            parameters=frozenset(parameters_to_mutate(signature).values()),
             user_inputs=frozenset(
                 paths.get(name) or name for name in signature.user_inputs_to_mutate.values()
             ),
@@ -183,7 +184,7 @@ class JointCall:
         by_name = dict(zip((str(a) for a in output_node.args[0]), outputs, strict=True))
         with torch.no_grad():
             written = dict(signature.buffers_to_mutate)
-            written.update(getattr(signature, "parameters_to_mutate", {}))
+            written.update(parameters_to_mutate(signature))
             for name, fqn in written.items():
                 target = tensor_at(self.model, fqn)
                 if target is None:

@@ -10,18 +10,27 @@ from __future__ import annotations
 import time
 
 from pytest_exportcheck.capture.export import ProgramRecord
+from pytest_exportcheck.compat import move_to_device_pass
 from pytest_exportcheck.failures import CaptureError, describe_exception
 from pytest_exportcheck.isolation import private_copy, quiet_torch_internals
 from pytest_exportcheck.subject import Subject
 
 
-def move_capture(cpu_record: ProgramRecord, subject: Subject) -> ProgramRecord:
-    from torch.export.passes import move_to_device_pass
+def moved_unavailable() -> str | None:
+    if move_to_device_pass() is None:
+        import torch
 
+        return f"torch {torch.__version__} has no torch.export.passes.move_to_device_pass"
+    return None
+
+
+def move_capture(cpu_record: ProgramRecord, subject: Subject) -> ProgramRecord:
+    move = move_to_device_pass()
+    assert move is not None  # items skip first (moved_unavailable)
     started = time.perf_counter()
     try:
         with quiet_torch_internals():
-            program = move_to_device_pass(private_copy(cpu_record.program), subject.device)
+            program = move(private_copy(cpu_record.program), subject.device)
     except Exception as exc:
         raise CaptureError(
             describe_exception(

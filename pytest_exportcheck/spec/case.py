@@ -125,6 +125,8 @@ class Case:
     expect: ExpectSpec = field(default_factory=ExpectSpec)
     # aot-joint: which flattened output is the scalar loss.
     loss_output: int | None = None
+    # A PEP 440 specifier the installed torch must satisfy for the case to run.
+    requires_torch: str | None = None
     xfails: tuple[XfailSpec, ...] = ()
 
     @property

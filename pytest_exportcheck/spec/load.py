@@ -31,6 +31,7 @@ from pytest_exportcheck.spec.case import (
 )
 from pytest_exportcheck.spec.errors import SpecError
 from pytest_exportcheck.spec.semantics import semantic_errors
+from pytest_exportcheck.spec.versions import applies, resolve_when, specifier_problems
 from pytest_exportcheck.spec.yaml_lines import LineDict, line_of, load_yaml
 
 CASE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -117,13 +118,15 @@ def load_case_file(path: Path) -> list[LoadedCase]:
             error = _to_spec_error(_best(case_errors), document, path)
             loaded.append(LoadedCase(name, line, error=error))
             continue
-        problems = semantic_errors(raw)
+        problems = list(specifier_problems(raw))
+        resolved = raw if problems else resolve_when(raw)
+        problems = problems or semantic_errors(resolved)
         if problems:
             message, where = problems[0]
             error = SpecError(message, path, line_of(document, ["cases", name, *where]))
             loaded.append(LoadedCase(name, line, error=error))
             continue
-        loaded.append(LoadedCase(name, line, case=_build_case(name, line, raw, path)))
+        loaded.append(LoadedCase(name, line, case=_build_case(name, line, resolved, path)))
     return loaded
 
 
@@ -206,6 +209,7 @@ def _build_case(name: str, line: int, raw: dict[str, Any], path: Path) -> Case:
         checks=tuple(c for c in ALL_CHECKS if c in raw.get("checks", ALL_CHECKS)),
         devices=tuple(raw["devices"]) if "devices" in raw else None,
         loss_output=raw.get("loss_output"),
+        requires_torch=raw.get("torch"),
         expect=ExpectSpec(
             placeholders=_placeholders(placeholders),
             placeholders_line=_key_line(expect, "placeholders"),
@@ -222,7 +226,9 @@ def _build_case(name: str, line: int, raw: dict[str, Any], path: Path) -> Case:
             ),
             mutation_steps=expect.get("mutation", {}).get("steps", DEFAULT_MUTATION_STEPS),
             accepted_differences=tuple(
-                AcceptedDifference(a["row"], a["reason"]) for a in consistency.get("accept", [])
+                AcceptedDifference(a["row"], a["reason"])
+                for a in consistency.get("accept", [])
+                if applies(a)
             ),
             consistency_line=_key_line(expect, "consistency"),
         ),
@@ -235,6 +241,7 @@ def _build_case(name: str, line: int, raw: dict[str, Any], path: Path) -> Case:
                 strict=x.get("strict", True),
             )
             for x in xfail_list
+            if applies(x)
         ),
     )
 
