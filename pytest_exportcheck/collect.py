@@ -49,6 +49,8 @@ class CaseNode(pytest.Collector):
                         continue  # one item for all captures, below
                     if check == "moved" and not is_accelerator(device):
                         continue  # moving a CPU export to the CPU checks nothing new
+                    if check == "recorded" and not self._has_recording():
+                        continue  # nothing recorded for this file, and no update asked
                     name = item_name(check, capture, device)
                     yield CheckItem.from_parent(
                         self, name=name, case=self.case, capture=capture, check=check,
@@ -63,6 +65,12 @@ class CaseNode(pytest.Collector):
                     self, name=name, case=self.case, capture="+".join(self.case.captures),
                     check="consistency", device=device, nodeid=f"{self.nodeid}::{name}",
                 )  # fmt: skip
+
+    def _has_recording(self) -> bool:
+        from pytest_exportcheck.recording import recording_path
+
+        store = self.session.config.pluginmanager.get_plugin("exportcheck-session").recordings
+        return store.update or recording_path(self.case.path).exists()
 
     def reportinfo(self) -> tuple[Any, int, str]:
         return self.path, self.case.line - 1, self.case.name
@@ -174,7 +182,29 @@ class CheckItem(pytest.Item):
 
         record = self._session.record_for(self)
         self._set_property("exportcheck_capture_seconds", round(record.seconds, 4))
+        if self.check == "recorded":
+            return self._recorded(record)
         return CHECKS[self.check](self.case, record)
+
+    def _recorded(self, record: Any) -> list[str]:
+        from pytest_exportcheck.checks.recorded import check_recorded, observe
+        from pytest_exportcheck.failures import CaseError
+        from pytest_exportcheck.recording import RecordingError
+
+        store = self._session.recordings
+        try:
+            recording = store.recording(self.case.path)
+        except RecordingError as exc:
+            raise CaseError(
+                f"{exc}; fix or delete it (--exportcheck-update will not overwrite it)"
+            ) from None
+        if store.update:
+            store.observe(self.case.path, self.case.name, self.capture, observe(record))
+            return []
+        found = check_recorded(self.case, record, recording, store.minor)
+        if isinstance(found, str):
+            _skip_here(found)
+        return found
 
     def teardown(self) -> None:
         self._session.release(self)

@@ -39,6 +39,35 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="under pytest-xdist, let several workers use one accelerator at a time "
         "(by default each accelerator's items run on one worker only).",
     )
+    group.addoption(
+        "--exportcheck-update",
+        action="store_true",
+        default=False,
+        help="record each case's placeholders, module tree and mutation sets for the installed "
+        "torch minor into <case file>.recorded.json (written once, by the controller, atomically).",
+    )
+    group.addoption(
+        "--exportcheck-report",
+        dest="exportcheck_report",
+        default=None,
+        metavar="PATH.json",
+        help="write every item's result as JSON to PATH.json and as Markdown to PATH.md.",
+    )
+    group.addoption(
+        "--exportcheck-compare",
+        dest="exportcheck_compare",
+        default=None,
+        metavar="BASELINE.json",
+        help="compare this run with a report written by --exportcheck-report: regressions, "
+        "fixes and changed recorded expectations.",
+    )
+    group.addoption(
+        "--exportcheck-fail-on-regression",
+        action="store_true",
+        default=False,
+        help="with --exportcheck-compare: fail the run if an item passed in the baseline and "
+        "fails now.",
+    )
     parser.addini(
         "exportcheck_devices",
         default="cpu",

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 Key = tuple[str, ...]
 WORKER_DEVICES = "exportcheck_devices"  # workerinput key: the controller's discovery
+WORKER_RECORDINGS = "exportcheck_recordings"  # workeroutput key: observations for the controller
 
 
 class _Failed:
@@ -94,6 +95,13 @@ class ExportCheckSession:
                 f"not {config.getini('exportcheck_cache_size')!r}"
             ) from None
         self.devices = DeviceSelection(config)
+        from pytest_exportcheck.compat import torch_minor
+        from pytest_exportcheck.recording import RecordingStore
+
+        self.recordings = RecordingStore(
+            update=bool(config.getoption("exportcheck_update")), minor=torch_minor()
+        )
+        self._recording_lines: list[str] = []
         self._subjects: dict[Key, Subject | _Failed] = {}
         self._captures: OrderedDict[Key, CaptureRecord | _Failed] = OrderedDict()
         self._remaining: Counter[Key] = Counter()
@@ -112,6 +120,39 @@ class ExportCheckSession:
         for item in session.items:
             if isinstance(item, CheckItem):
                 self._remaining.update(item.needs())
+                if item.check == "recorded":
+                    self.recordings.collected.add(str(item.case.path))
+
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        # A case file whose recorded items were not all selected did not run whole:
+        # its stale recorded entries are kept.
+        for item in items:
+            if getattr(item, "check", None) == "recorded":
+                self.recordings.incomplete.add(str(item.case.path))  # type: ignore[attr-defined]
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """xdist controller: take a finished worker's observations."""
+        payload = getattr(node, "workeroutput", {}).get(WORKER_RECORDINGS)
+        if payload:
+            self.recordings.merge(payload)
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        workeroutput = getattr(self.config, "workeroutput", None)
+        if workeroutput is not None:  # an xdist worker: the controller writes
+            workeroutput[WORKER_RECORDINGS] = self.recordings.payload()
+            return
+        if self.recordings.update:
+            whole = not (session.shouldstop or session.shouldfail) and exitstatus in (0, 1)
+            self._recording_lines = self.recordings.write(whole_run=whole)
+        else:
+            self._recording_lines = self.recordings.stale_report()
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self._recording_lines:
+            terminalreporter.section("exportcheck recordings")
+            for line in self._recording_lines:
+                terminalreporter.line(line)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:

@@ -13,6 +13,7 @@ ALL_CHECKS: tuple[str, ...] = (
     "parity",
     "moved",
     "consistency",
+    "recorded",
 )
 DEFAULT_CAPTURES: tuple[str, ...] = ("export",)
 DEFAULT_MUTATION_STEPS = 3

@@ -390,7 +390,7 @@ def test_bad_check_names_its_index(tmp_path):
 
     assert error.message == (
         "cases.a.checks[1]: 'nope' is not one of: signature, hierarchy, mutation, parity, moved, "
-        "consistency"
+        "consistency, recorded"
     )
 
 

@@ -1,0 +1,299 @@
+"""Recorded expectations: files the plugin owns, one per case file, a section per torch minor.
+
+``cases/state.yaml`` is written by people; ``cases/state.recorded.json`` by
+``pytest --exportcheck --exportcheck-update`` only::
+
+    {
+      "format": 1,
+      "case_file": "state.yaml",
+      "torch": {
+        "2.13": {
+          "kv_cache": {
+            "export": {
+              "placeholders": [["b_k_cache", "buffer", "k_cache"], ["x", "user_input", "args[0]"]],
+              "modules": [],
+              "mutations": {"buffers": ["k_cache"], "parameters": [], "user_inputs": []}
+            }
+          }
+        },
+        "2.9": {...}
+      }
+    }
+
+A run reads the section of the installed torch minor or, if it has none, the
+newest older one (its differences then say "changed since torch 2.9"). An
+update rewrites only the installed minor's section and only the (case,
+capture) pairs that ran; other sections and deselected cases stay as they
+were. The file is written once per run, by the xdist controller (or the only
+process), atomically, and only if its text changes: updating twice in a row
+changes nothing the second time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+FORMAT = 1
+SUFFIX = ".recorded.json"
+
+# case name -> capture -> observation
+Section = dict[str, dict[str, Any]]
+
+
+class RecordingError(Exception):
+    """A recording file that cannot be read; it is never overwritten."""
+
+
+def recording_path(case_file: Path) -> Path:
+    """``cases/state.yaml`` → ``cases/state.recorded.json``."""
+    return case_file.with_name(case_file.stem + SUFFIX)
+
+
+@dataclass
+class Recording:
+    path: Path
+    case_file: str
+    sections: dict[str, Section] = field(default_factory=dict)
+
+    @classmethod
+    def read(cls, case_file: Path) -> Recording:
+        """The recording of ``case_file``; empty if there is none yet."""
+        path = recording_path(case_file)
+        if not path.exists():
+            return cls(path, case_file.name)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise RecordingError(f"{path}: unreadable ({type(exc).__name__}: {exc})") from None
+        problem = _shape_problem(data)
+        if problem:
+            raise RecordingError(f"{path}: not a recording of format {FORMAT} ({problem})")
+        return cls(path, data["case_file"], data["torch"])
+
+    def reference(self, minor: str) -> tuple[str, Section] | None:
+        """The section for ``minor``, else the newest older one: (its minor, its entries)."""
+        if minor in self.sections:
+            return minor, self.sections[minor]
+        try:
+            current = Version(minor)
+        except InvalidVersion:
+            return None
+        older = [m for m in self.sections if _version(m) is not None and _version(m) < current]
+        if not older:
+            return None
+        newest = max(older, key=lambda m: _version(m) or Version("0"))
+        return newest, self.sections[newest]
+
+    def updated(self, minor: str, observations: dict[str, dict[str, Any]]) -> Recording:
+        """This recording with ``observations`` (case -> capture -> observation) in ``minor``."""
+        section = {case: dict(captures) for case, captures in self.sections.get(minor, {}).items()}
+        for case, captures in observations.items():
+            section.setdefault(case, {}).update(captures)
+        sections = {**self.sections, minor: section} if section else dict(self.sections)
+        return Recording(self.path, self.case_file, sections)
+
+    def without(self, minor: str, case: str, capture: str) -> Recording:
+        sections = {
+            m: {c: dict(caps) for c, caps in sec.items()} for m, sec in self.sections.items()
+        }
+        captures = sections.get(minor, {}).get(case, {})
+        captures.pop(capture, None)
+        if case in sections.get(minor, {}) and not captures:
+            del sections[minor][case]
+        return Recording(self.path, self.case_file, sections)
+
+    def render(self) -> str:
+        data = {"format": FORMAT, "case_file": self.case_file, "torch": self.sections}
+        return _dump(data, 0) + "\n"
+
+    def write_if_changed(self) -> bool:
+        """Atomically replace the file if its text changes; True if it did."""
+        text = self.render()
+        try:
+            if self.path.read_text(encoding="utf-8") == text:
+                return False
+        except FileNotFoundError:
+            pass
+        fd, tmp = tempfile.mkstemp(prefix=self.path.name, suffix=".tmp", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return True
+
+
+def _dump(value: Any, depth: int) -> str:
+    """JSON with sorted keys, a mapping key per line and flat lists on one line (diff-friendly)."""
+    pad = " " * depth
+    if isinstance(value, dict) and value:
+        items = [
+            f"{pad} {json.dumps(key)}: {_dump(value[key], depth + 1)}" for key in sorted(value)
+        ]
+        return "{\n" + ",\n".join(items) + f"\n{pad}}}"
+    if isinstance(value, list) and any(isinstance(v, (list, dict)) for v in value):
+        items = [f"{pad} {_dump(v, depth + 1)}" for v in value]
+        return "[\n" + ",\n".join(items) + f"\n{pad}]"
+    return json.dumps(value)
+
+
+def _version(minor: str) -> Version | None:
+    try:
+        return Version(minor)
+    except InvalidVersion:
+        return None
+
+
+def _shape_problem(data: Any) -> str | None:
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        return "no 'format': 1"
+    if not isinstance(data.get("case_file"), str) or not isinstance(data.get("torch"), dict):
+        return "needs 'case_file' and a 'torch' mapping"
+    for minor, section in data["torch"].items():
+        if not isinstance(section, dict) or not all(
+            isinstance(captures, dict) for captures in section.values()
+        ):
+            return f"section {minor!r} is not case -> capture -> observation"
+    return None
+
+
+class RecordingStore:
+    """One process's view: recordings read, observations made, files fully selected.
+
+    Workers hand their part to the controller (``payload`` / ``merge``); only
+    the controller, or a run without xdist, writes files (``write``).
+    """
+
+    def __init__(self, *, update: bool, minor: str) -> None:
+        self.update = update
+        self.minor = minor
+        self._read: dict[Path, Recording | RecordingError] = {}
+        # case file -> case -> capture -> observation
+        self.observations: dict[str, dict[str, dict[str, Any]]] = {}
+        self.collected: set[str] = set()
+        self.incomplete: set[str] = set()  # a recorded item of the file was deselected
+
+    def recording(self, case_file: Path) -> Recording:
+        """The file's recording (read once per process); raises RecordingError."""
+        if case_file not in self._read:
+            try:
+                self._read[case_file] = Recording.read(case_file)
+            except RecordingError as exc:
+                self._read[case_file] = exc
+        found = self._read[case_file]
+        if isinstance(found, RecordingError):
+            raise found
+        return found
+
+    def observe(self, case_file: Path, case: str, capture: str, observation: Any) -> None:
+        per_case = self.observations.setdefault(str(case_file), {}).setdefault(case, {})
+        per_case.setdefault(capture, observation)  # one per capture, whichever device first
+
+    def payload(self) -> str:
+        return json.dumps(
+            {
+                "observations": self.observations,
+                "collected": sorted(self.collected),
+                "incomplete": sorted(self.incomplete),
+            }
+        )
+
+    def merge(self, payload: str) -> None:
+        data = json.loads(payload)
+        for case_file, cases in data["observations"].items():
+            for case, captures in cases.items():
+                for capture, observation in captures.items():
+                    self.observe(Path(case_file), case, capture, observation)
+        self.collected.update(data["collected"])
+        self.incomplete.update(data["incomplete"])
+
+    def write(self, *, whole_run: bool) -> list[str]:
+        """Write every touched recording file; one summary line per file."""
+        lines = []
+        for case_file in sorted(self.collected | set(self.observations)):
+            lines += self._write_one(Path(case_file), whole_run=whole_run)
+        return lines
+
+    def stale_report(self) -> list[str]:
+        """Without --exportcheck-update: recorded entries the case files no longer have."""
+        lines = []
+        for case_file in sorted(self.collected):
+            try:
+                recording = Recording.read(Path(case_file))
+            except RecordingError:
+                continue  # the file's recorded items already fail with the reason
+            stale = _stale(recording, self.minor, _captures_by_case(Path(case_file)))
+            if stale:
+                lines.append(
+                    f"{recording.path}: recorded entries for cases or captures that no longer "
+                    f"exist: {_show(stale)}; pytest --exportcheck --exportcheck-update on the "
+                    "whole suite removes them"
+                )
+        return lines
+
+    def _write_one(self, case_file: Path, *, whole_run: bool) -> list[str]:
+        try:
+            recording = Recording.read(case_file)
+        except RecordingError as exc:
+            return [f"not written: {exc}; fix or delete it"]
+        observed = self.observations.get(str(case_file), {})
+        stale = _stale(recording, self.minor, _captures_by_case(case_file))
+        complete = whole_run and str(case_file) not in self.incomplete
+        remove = stale if complete else set()
+        if not observed and not remove:
+            return []
+        updated = recording.updated(self.minor, observed)
+        for minor, case, capture in remove:
+            updated = updated.without(minor, case, capture)
+        count = sum(len(captures) for captures in observed.values())
+        changed = updated.write_if_changed()
+        line = f"{recording.path}: torch {self.minor}, {count} entries recorded, " + (
+            "written" if changed else "unchanged"
+        )
+        if stale:
+            verb = "removed" if complete else "kept (not the whole suite ran)"
+            line += f"; stale entries {verb}: {_show(stale)}"
+        return [line]
+
+
+def _stale(
+    recording: Recording, minor: str, captures_by_case: dict[str, tuple[str, ...] | None]
+) -> set[tuple[str, str, str]]:
+    """(minor, case, capture) entries for cases the file lacks, or captures the case lacks now."""
+    found = set()
+    for section_minor, section in recording.sections.items():
+        for case, captures in section.items():
+            for capture in captures:
+                if case not in captures_by_case:
+                    found.add((section_minor, case, capture))
+                elif section_minor == minor:
+                    current = captures_by_case[case]
+                    if current is not None and capture not in current:
+                        found.add((section_minor, case, capture))
+    return found
+
+
+def _captures_by_case(case_file: Path) -> dict[str, tuple[str, ...] | None]:
+    """Each case name of the file with its captures on this torch (None: the case is broken)."""
+    from pytest_exportcheck.spec import SpecError, load_case_file
+
+    try:
+        loaded = load_case_file(case_file)
+    except SpecError:
+        return {}
+    return {entry.name: entry.case.captures if entry.case else None for entry in loaded}
+
+
+def _show(entries: set[tuple[str, str, str]]) -> str:
+    return ", ".join(
+        f"{case}[{capture}] (torch {minor})" for minor, case, capture in sorted(entries)
+    )
