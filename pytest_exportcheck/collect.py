@@ -9,6 +9,7 @@ collection error, which would stop the whole run) that names ``file:line``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any, NoReturn
 
@@ -140,6 +141,7 @@ class CheckItem(pytest.Item):
     def runtest(self) -> None:
         from pytest_exportcheck import compat
         from pytest_exportcheck.checks import not_applicable
+        from pytest_exportcheck.compare import tracking_errors
         from pytest_exportcheck.devices import unavailable_reason
         from pytest_exportcheck.failures import CheckFailure, ExportCheckError, InternalError
         from pytest_exportcheck.isolation import seeded
@@ -158,8 +160,12 @@ class CheckItem(pytest.Item):
         try:
             # One fork of the RNG per item: runs inside reseed freely, and the
             # user's own tests in this session get their RNG state back.
-            with seeded(self.case.seed):
-                findings = self._check()
+            with seeded(self.case.seed), tracking_errors() as errors:
+                try:
+                    findings = self._check()
+                finally:
+                    if errors.max_abs_err is not None:
+                        self._set_property("exportcheck_max_abs_err", errors.max_abs_err)
         except ExportCheckError:
             raise
         except Exception as exc:
@@ -198,10 +204,13 @@ class CheckItem(pytest.Item):
             raise CaseError(
                 f"{exc}; fix or delete it (--exportcheck-update will not overwrite it)"
             ) from None
+        observation = observe(record)
+        # In the item's report too: --exportcheck-compare diffs observations between runs.
+        self._set_property("exportcheck_observation", json.dumps(observation, sort_keys=True))
         if store.update:
-            store.observe(self.case.path, self.case.name, self.capture, observe(record))
+            store.observe(self.case.path, self.case.name, self.capture, observation)
             return []
-        found = check_recorded(self.case, record, recording, store.minor)
+        found = check_recorded(self.case, record, recording, store.minor, observation)
         if isinstance(found, str):
             _skip_here(found)
         return found

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +42,30 @@ class Tolerance:
 
 # For state the program must hold exactly: copies of the eager tensors.
 EXACT = Tolerance(atol=0.0, rtol=0.0, source="exact")
+
+
+class ErrorTracker:
+    """The largest finite absolute error any comparison saw, passing or not (for reports)."""
+
+    def __init__(self) -> None:
+        self.max_abs_err: float | None = None
+
+    def saw(self, value: float) -> None:
+        if value == value and value != float("inf"):  # finite
+            self.max_abs_err = value if self.max_abs_err is None else max(self.max_abs_err, value)
+
+
+_TRACKER: ContextVar[ErrorTracker | None] = ContextVar("exportcheck_errors", default=None)
+
+
+@contextmanager
+def tracking_errors() -> Iterator[ErrorTracker]:
+    tracker = ErrorTracker()
+    token = _TRACKER.set(tracker)
+    try:
+        yield tracker
+    finally:
+        _TRACKER.reset(token)
 
 
 def compare_trees(
@@ -120,6 +147,9 @@ def value_difference(
     same = (a == b) | (a.isnan() & b.isnan())
     finite = a.isfinite() & b.isfinite()
     abs_err = torch.where(same, torch.zeros_like(a.real), (a - b).abs())
+    tracker = _TRACKER.get()
+    if tracker is not None and bool(finite.any()):
+        tracker.saw(float(abs_err[finite].max()))
     abs_err = torch.where(same | finite, abs_err, torch.full_like(abs_err, float("inf")))
     allowed = atol + rtol * a.abs()
     bad = ~same & ~(finite & (abs_err <= allowed))

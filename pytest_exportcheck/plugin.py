@@ -106,6 +106,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_exportcheck.session import ExportCheckSession
 
     config.pluginmanager.register(ExportCheckSession(config, case_dirs), "exportcheck-session")
+    from pytest_exportcheck.reports import ReportPlugin
+
+    config.pluginmanager.register(ReportPlugin(config), "exportcheck-reports")
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

@@ -50,7 +50,11 @@ def observe(record: CaptureRecord) -> dict[str, Any]:
 
 
 def check_recorded(
-    case: Case, record: CaptureRecord, recording: Recording, minor: str
+    case: Case,
+    record: CaptureRecord,
+    recording: Recording,
+    minor: str,
+    observation: dict[str, Any] | None = None,
 ) -> list[str] | str:
     """Findings, or (a string) why there is nothing recorded to compare with."""
     reference = recording.reference(minor)
@@ -68,7 +72,8 @@ def check_recorded(
         if section_minor == minor
         else f"changed since torch {section_minor} (no recording for torch {minor} yet)"
     )
-    return compare(expected, observe(record), since=since, where=where)
+    observed = observation if observation is not None else observe(record)
+    return compare(expected, observed, since=since, where=where)
 
 
 def compare(
