@@ -218,6 +218,24 @@ def make_inputs():
 '''
 
 
+def _has_dynamo_graph_capture() -> bool:
+    from pytest_exportcheck.compat import dynamo_graph_capture
+
+    return dynamo_graph_capture() is not None
+
+
+# The `dynamo` capture path needs a torch with dynamo_graph_capture_for_export.
+needs_dynamo = pytest.mark.skipif(
+    not _has_dynamo_graph_capture(),
+    reason="this torch has no torch._dynamo.functional_export.dynamo_graph_capture_for_export",
+)
+
+
+def capture_params(*names: str) -> list[Any]:
+    """Capture names as pytest params, `dynamo` skipped where torch lacks it."""
+    return [pytest.param(n, marks=needs_dynamo) if n == "dynamo" else n for n in names]
+
+
 def write_cases(pytester: pytest.Pytester, text: str, name: str = "cases/main.yaml") -> None:
     path = pytester.path / name
     path.parent.mkdir(parents=True, exist_ok=True)

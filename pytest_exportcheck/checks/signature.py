@@ -263,21 +263,22 @@ def _usage_scopes(record: CaptureRecord) -> list[str]:
     and reads in the root's own forward say nothing.
     """
     nodes: dict[str, list[torch.fx.Node]] = {}
+    calls: dict[str, list[torch.fx.Node]] = {}
     for node in record.graph_module.graph.nodes:
         if node.op in ("placeholder", "get_attr"):
             for key in {node.name, str(node.target)}:
                 nodes.setdefault(key, []).append(node)
+        elif node.op == "call_module":  # legacy Dynamo before 2.13 keeps leaf modules
+            calls.setdefault(str(node.target), []).append(node)
     groups = record.subject.tensor_groups
     findings = []
     for p in record.placeholders:
         if p.kind not in STATE_KINDS or not p.target or is_traced_constant(p.target):
             continue
-        scopes = {
-            scope
-            for node in nodes.get(p.name, [])
-            for user in node.users
-            if (scope := _innermost_module(user)) is not None
-        }
+        readers = [user for node in nodes.get(p.name, []) for user in node.users]
+        # State held by a called module (`L__self___fc1.weight`) is read by the call.
+        readers += calls.get(p.name.rpartition(".")[0], [])
+        scopes = {scope for user in readers if (scope := _innermost_module(user)) is not None}
         owners = {fqn.rpartition(".")[0] for fqn in groups.get(p.target, (p.target,))}
         if scopes and not any(_on_one_line(s, o) for s in scopes for o in owners):
             findings.append(
@@ -294,11 +295,16 @@ def _innermost_module(node: torch.fx.Node) -> str | None:
     if not stack:
         return None
     path = str(list(stack.values())[-1][0])
-    dynamo_source = path.startswith("L['")  # L['self']._modules['a'].b[0]
+    # Dynamo spells sources: L['self']._modules['a'].b[0], getattr(L['self'].seq, '0').lin
+    while (unwrapped := re.sub(r"getattr\(([^()]*), '([^']*)'\)", r"\1.\2", path)) != path:
+        path = unwrapped
+    dynamo_source = path.startswith("L['")
     path = re.sub(r"\._modules\['([^']*)'\]|\['([^']*)'\]|\[(\d+)\]", r".\1\2\3", path)
     if dynamo_source:
         path = path.split(".", 2)[2] if path.count(".") >= 2 else ""
-    return re.sub(r"@\d+$", "", path).strip(".")
+    path = re.sub(r"@\d+$", "", path).strip(".")
+    # A spelling not understood says nothing (rather than a false finding).
+    return path if re.fullmatch(r"[\w.]*", path) else None
 
 
 def _on_one_line(scope: str, owner: str) -> bool:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from casekit import inject, write_cases
+from casekit import capture_params, inject, needs_dynamo, write_cases
 
-ALL_PATHS = ["export", "export-strict", "dynamo", "dynamo-legacy", "aot-joint"]
+ALL_PATHS = capture_params("export", "export-strict", "dynamo", "dynamo-legacy", "aot-joint")
 
 TWIN = """
 cases:
@@ -46,7 +46,7 @@ def test_a_path_passes_the_checks_it_supports(project: pytest.Pytester, path: st
     assert "failed" not in outcomes
 
 
-@pytest.mark.parametrize("path", ["dynamo", "dynamo-legacy", "aot-joint"])
+@pytest.mark.parametrize("path", capture_params("dynamo", "dynamo-legacy", "aot-joint"))
 def test_a_wrong_mapping_is_caught_by_what_the_path_feeds(
     project: pytest.Pytester, path: str
 ) -> None:
@@ -61,7 +61,9 @@ def test_a_wrong_mapping_is_caught_by_what_the_path_feeds(
     )
 
 
-@pytest.mark.parametrize("path", ["export", "export-strict", "dynamo", "dynamo-legacy"])
+@pytest.mark.parametrize(
+    "path", capture_params("export", "export-strict", "dynamo", "dynamo-legacy")
+)
 def test_a_wrong_mapping_is_caught_by_where_the_graph_reads_it(
     project: pytest.Pytester, path: str
 ) -> None:
@@ -79,6 +81,7 @@ def test_a_wrong_mapping_is_caught_by_where_the_graph_reads_it(
     )
 
 
+@needs_dynamo
 def test_a_wrong_mapping_also_shows_as_wrong_numbers_when_dynamo_graphs_are_fed(
     project: pytest.Pytester,
 ) -> None:
@@ -91,7 +94,7 @@ def test_a_wrong_mapping_also_shows_as_wrong_numbers_when_dynamo_graphs_are_fed(
     )
 
 
-@pytest.mark.parametrize("path", ["dynamo", "dynamo-legacy", "aot-joint"])
+@pytest.mark.parametrize("path", capture_params("dynamo", "dynamo-legacy", "aot-joint"))
 def test_hierarchy_is_not_applicable_to_flat_graphs(project: pytest.Pytester, path: str) -> None:
     write_cases(project, TWIN.format(captures=path))
     result = project.runpytest("--exportcheck", "-k", "hierarchy", "-rs")
@@ -177,6 +180,7 @@ def test_the_joint_graph_carries_state_over_calls(project: pytest.Pytester) -> N
     result.assert_outcomes(passed=2)
 
 
+@needs_dynamo
 def test_state_drift_in_a_dynamo_graph_module_is_caught(project: pytest.Pytester) -> None:
     write_cases(project, COUNTING.format(captures="dynamo"))
     inject(
@@ -191,6 +195,7 @@ def test_state_drift_in_a_dynamo_graph_module_is_caught(project: pytest.Pytester
     )
 
 
+@needs_dynamo
 def test_a_dynamo_placeholder_nothing_explains_is_reported(project: pytest.Pytester) -> None:
     write_cases(project, TWIN.format(captures="dynamo"))
     inject(

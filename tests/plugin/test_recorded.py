@@ -20,7 +20,7 @@ cases:
     description: a plain MLP
     model: {target: models.py:Mlp}
     inputs: {args: [{shape: [2, 4]}]}
-    captures: [export, dynamo]
+    captures: [export, dynamo-legacy]
     checks: [recorded]
 """
 
@@ -55,8 +55,8 @@ def test_update_records_every_case_and_capture(project: pytest.Pytester) -> None
         "modules": ["lin"],
         "mutations": {"buffers": ["count"], "parameters": [], "user_inputs": []},
     }
-    assert section["mlp"]["dynamo"]["mutations"] is None  # Dynamo graphs record none
-    assert sorted(section["mlp"]) == ["dynamo", "export"]
+    assert section["mlp"]["dynamo-legacy"]["mutations"] is None  # Dynamo graphs record none
+    assert sorted(section["mlp"]) == ["dynamo-legacy", "export"]
 
 
 def test_updating_twice_changes_nothing_the_second_time(project: pytest.Pytester) -> None:
