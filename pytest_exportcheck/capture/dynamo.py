@@ -129,7 +129,10 @@ def capture_dynamo_legacy(subject: Subject) -> GraphRecord:
     for node in gm.graph.nodes:
         if node.op == "placeholder":
             value, path = next(inputs)
-            placeholders.append(_user_input(node.name, path, node.meta.get("val")))
+            # torch 2.6 leaves meta empty on a scalar input's placeholder: then what
+            # the graph expects there is what the path feeds it.
+            example = node.meta.get("val", None if isinstance(value, torch.Tensor) else value)
+            placeholders.append(_user_input(node.name, path, example))
             fed[node.name] = value
         elif node.op == "get_attr":
             add_state(node.target, functools.reduce(getattr, node.target.split("."), gm))
