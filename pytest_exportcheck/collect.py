@@ -273,7 +273,7 @@ class BrokenCaseItem(pytest.Item):
     def __init__(self, *, error: SpecError, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.error = error
-        self.user_properties.append(("exportcheck_stage", "case"))
+        self.user_properties += [("exportcheck_stage", "case"), ("exportcheck_case", self.name)]
 
     def runtest(self) -> None:
         raise self.error

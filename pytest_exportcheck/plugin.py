@@ -65,8 +65,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--exportcheck-fail-on-regression",
         action="store_true",
         default=False,
-        help="with --exportcheck-compare: fail the run if an item passed in the baseline and "
-        "fails now.",
+        help="with --exportcheck-compare: the baseline is a ratchet — the run fails exactly "
+        "when an item that passed (or xfailed) in the baseline fails now, or a new item fails; "
+        "failures the baseline already had do not fail it.",
     )
     parser.addini(
         "exportcheck_devices",

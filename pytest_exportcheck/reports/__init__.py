@@ -1,0 +1,18 @@
+"""End-of-run reports: the conformance matrix, JSON/Markdown reports, and run-to-run compare.
+
+Everything here reads pytest's test reports only (never the items), so it
+works the same in one process and on the pytest-xdist controller, which sees
+reports but no items; and nothing here imports torch, which the controller
+need not have loaded.
+
+* ``results.py``   test reports → one :class:`ItemResult` per item;
+* ``matrix.py``    results → the case x capture x check matrix (terminal and Markdown);
+* ``json_report.py`` the JSON document, its atomic write, reading a baseline back;
+* ``markdown.py``  the Markdown rendering for CI job summaries;
+* ``compare.py``   this run against a baseline report;
+* ``hooks.py``     the pytest plugin tying them together.
+"""
+
+from pytest_exportcheck.reports.hooks import ReportPlugin
+
+__all__ = ["ReportPlugin"]

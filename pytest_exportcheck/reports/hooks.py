@@ -1,0 +1,152 @@
+"""The report plugin: collects test reports, then prints, writes and compares at session end.
+
+Registered for every ``--exportcheck`` run. Under pytest-xdist it is active on
+the controller only — the one process that sees every report and owns the
+terminal and the output files; workers (``config.workerinput``) do nothing.
+The baseline is read at configure time, so a bad ``--exportcheck-compare``
+path stops the run before any model is built.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_exportcheck.reports import json_report, markdown
+from pytest_exportcheck.reports import matrix as matrix_mod
+from pytest_exportcheck.reports.compare import Comparison, compare
+from pytest_exportcheck.reports.compare import render as render_comparison
+from pytest_exportcheck.reports.results import (
+    FAILING,
+    ItemResult,
+    ResultCollector,
+    describe_totals,
+    totals,
+)
+
+_COMPARE_LIMIT = 20  # items listed per kind of change without -v
+
+
+def regression_exit(exitstatus: int, regressions: int, fail_on_regression: bool) -> int:
+    """The session's exit status once regressions are known.
+
+    With ``--exportcheck-fail-on-regression`` the baseline is a ratchet: the run
+    fails exactly when something got worse (a regression, or a new item that
+    fails), and failures the baseline already had no longer fail it — what a
+    release engineer upgrading torch asks of a run. An interrupted run or an
+    internal error keeps its status. Without the flag, pytest's status stands.
+    """
+    if not fail_on_regression:
+        return exitstatus
+    if exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        return exitstatus
+    return pytest.ExitCode.TESTS_FAILED if regressions else pytest.ExitCode.OK
+
+
+class ReportPlugin:
+    """Results of every exportcheck item, gathered from reports; rendered once at the end."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.active = not hasattr(config, "workerinput")
+        self.collector = ResultCollector()
+        self.results: list[ItemResult] = []
+        self.comparison: Comparison | None = None
+        self.run: dict[str, Any] = {}
+        self.started = time.time()
+        self.messages: list[tuple[str, dict[str, bool]]] = []  # (line, markup) after the rest
+        base = config.invocation_params.dir
+        report = config.getoption("exportcheck_report")
+        self.report_path = (base / report) if report else None
+        self.fail_on_regression = bool(config.getoption("exportcheck_fail_on_regression"))
+        baseline = config.getoption("exportcheck_compare")
+        if self.fail_on_regression and not baseline:
+            raise pytest.UsageError(
+                "--exportcheck-fail-on-regression needs --exportcheck-compare BASELINE.json "
+                "(a regression is relative to a baseline report)"
+            )
+        self.baseline_source = baseline
+        self.baseline: dict[str, Any] | None = None
+        if baseline and self.active:
+            try:
+                self.baseline = json_report.load_baseline(base / baseline)
+            except json_report.BaselineError as exc:
+                raise pytest.UsageError(f"--exportcheck-compare: {exc}") from None
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.started = time.time()
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self.active:
+            self.collector.add(report)
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        """Runs before the terminal summary: the exit status can still change here."""
+        if not self.active:
+            return
+        self.results = self.collector.results()
+        self.run = json_report.run_info(
+            started=self.started,
+            finished=time.time(),
+            exitstatus=exitstatus,
+            args=self.config.invocation_params.args,
+        )
+        current = [r.to_json() for r in self.results]
+        if self.baseline is not None:
+            self.comparison = compare(self.baseline, current, source=str(self.baseline_source))
+            regressions = len(self.comparison.regressions) + sum(
+                change.after in FAILING for change in self.comparison.new
+            )
+            status = regression_exit(session.exitstatus, regressions, self.fail_on_regression)
+            if status != session.exitstatus:
+                session.exitstatus = status
+            if self.fail_on_regression and regressions:
+                self.messages.append(
+                    (f"--exportcheck-fail-on-regression: {regressions} regression(s) "
+                     "against the baseline; the run fails", {"red": True, "bold": True})
+                )  # fmt: skip
+            elif self.fail_on_regression and exitstatus == pytest.ExitCode.TESTS_FAILED:
+                self.messages.append(
+                    ("--exportcheck-fail-on-regression: no regression against the baseline; "
+                     "its known failures do not fail the run", {"green": True})
+                )  # fmt: skip
+        if self.report_path is not None and not self.config.option.collectonly:
+            self._write(self.report_path)
+
+    def _write(self, path: Path) -> None:
+        summary = self.comparison.summary() if self.comparison is not None else None
+        doc = json_report.document(self.results, self.run, summary)
+        md_path = json_report.markdown_path(path)
+        try:
+            json_report.write_atomically(path, json_report.dumps(doc))
+            text = markdown.render(doc, matrix_mod.build(self.results), self.comparison)
+            json_report.write_atomically(md_path, text)
+        except OSError as exc:
+            self.messages.append((f"exportcheck report not written: {exc}", {"red": True}))
+        else:
+            self.messages.append((f"exportcheck report: {path} and {md_path.name}", {}))
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.active:
+            return
+        if self.results:
+            matrix = matrix_mod.build(self.results)
+            terminalreporter.section("exportcheck matrix")
+            width = getattr(getattr(terminalreporter, "_tw", None), "fullwidth", 120)
+            for line in matrix_mod.render_text(matrix, width=width):
+                terminalreporter.line(line)
+            terminalreporter.line(describe_totals(totals(r.outcome for r in self.results)))
+        if self.comparison is not None:
+            terminalreporter.section("exportcheck compare")
+            verbose = self.config.get_verbosity() > 0
+            limit = None if verbose else _COMPARE_LIMIT
+            for line in render_comparison(self.comparison, self.run, limit):
+                red = line.startswith("regressions (")
+                terminalreporter.line(line, red=red, bold=red)
+        if self.messages and not self.results and self.comparison is None:
+            terminalreporter.section("exportcheck")
+        for line, markup in self.messages:
+            terminalreporter.line(line, **markup)

@@ -1,0 +1,132 @@
+"""The Markdown report: what a CI job summary shows (``cat PATH.md >> $GITHUB_STEP_SUMMARY``).
+
+Ordered for the reader of a red job: totals, the matrix, the failures with
+their headlines, the comparison with the baseline, then what did not run and
+why (n/a and skips, counted by reason), and the expected failures folded away.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from pytest_exportcheck.reports import matrix as matrix_mod
+from pytest_exportcheck.reports.compare import Comparison, arrow
+from pytest_exportcheck.reports.results import FAILING, NOT_APPLICABLE, OUTCOMES, describe_totals
+
+_MAX_LISTED = 100
+
+
+def _cell(text: Any) -> str:
+    return matrix_mod.md_text(str(text)) if text is not None else ""
+
+
+def _code(text: Any) -> str:
+    quoted = _cell(text).replace("`", "'")
+    return f"`{quoted}`"
+
+
+def _listed(rows: list[str], total: int, what: str) -> list[str]:
+    more = total - len(rows)
+    return [*rows, *([f"\n… and {more} more {what} (all in the JSON report)"] if more > 0 else [])]
+
+
+def _head(run: Mapping[str, Any], counts: Mapping[str, int]) -> list[str]:
+    torch = run.get("torch") or "not installed"
+    where = [f"torch {torch}", f"Python {run.get('python')}", str(run.get("platform"))]
+    when = f"{run.get('started')}, {run.get('duration')} s"
+    lines = [f"## exportcheck: {describe_totals(counts)}", "", " · ".join(where) + f" · {when}", ""]
+    lines += ["| outcome | items |", "|---|---:|"]
+    lines += [
+        f"| {name.replace('_', ' ')} | {counts[name]} |" for name in OUTCOMES if counts.get(name)
+    ]
+    return lines
+
+
+def _failures(items: list[Mapping[str, Any]]) -> list[str]:
+    failing = [i for i in items if i["outcome"] in FAILING]
+    if not failing:
+        return []
+    rows = [
+        f"| {_code(i['nodeid'])} | {_cell(i.get('stage'))} | {_cell(i.get('message'))} |"
+        for i in failing[:_MAX_LISTED]
+    ]
+    head = [f"### Failures ({len(failing)})", "", "| item | stage | message |", "|---|---|---|"]
+    return ["", *head, *_listed(rows, len(failing), "failures")]
+
+
+def _comparison(comparison: Comparison) -> list[str]:
+    lines = ["", "### Compared with the baseline", ""]
+    lines.append(
+        f"{comparison.counts()}; {comparison.unchanged} unchanged "
+        f"(baseline: torch {comparison.baseline_run.get('torch')}, {_code(comparison.baseline)})"
+    )
+    for heading, changes in comparison.groups():
+        if not changes:
+            continue
+        lines += ["", f"**{heading}** ({len(changes)})", ""]
+        for change in changes[:_MAX_LISTED]:
+            detail = "".join(f"<br>{_cell(line)}" for line in change.lines)
+            lines.append(f"- {_code(change.nodeid)} {arrow(change, '→')}{detail}")
+        if len(changes) > _MAX_LISTED:
+            lines.append(f"- … and {len(changes) - _MAX_LISTED} more (all in the JSON report)")
+    return lines
+
+
+def _why(message: str | None) -> str:
+    return (message or "").removeprefix(NOT_APPLICABLE)
+
+
+def _not_run(items: list[Mapping[str, Any]]) -> list[str]:
+    lines: list[str] = []
+    na = Counter(
+        (i.get("capture") or "", i.get("check") or "", _why(i.get("message")))
+        for i in items
+        if i["outcome"] == "not_applicable"
+    )
+    if na:
+        lines += ["", f"### Not applicable ({na.total()})", ""]
+        lines += ["| capture | check | items | why |", "|---|---|---:|---|"]
+        lines += [
+            f"| {_cell(capture)} | {_cell(check)} | {n} | {_cell(why)} |"
+            for (capture, check, why), n in sorted(na.items())
+        ]
+    skipped = Counter(i.get("message") or "" for i in items if i["outcome"] == "skipped")
+    if skipped:
+        lines += ["", f"### Skipped ({skipped.total()})", "", "| items | reason |", "|---:|---|"]
+        lines += [f"| {n} | {_cell(reason)} |" for reason, n in sorted(skipped.items())]
+    return lines
+
+
+def _xfailed(items: list[Mapping[str, Any]]) -> list[str]:
+    xfailed = [i for i in items if i["outcome"] == "xfailed"]
+    if not xfailed:
+        return []
+    rows = [
+        f"| {_code(i['nodeid'])} | {_cell(i.get('reason'))} | {_cell(i.get('message'))} |"
+        for i in xfailed[:_MAX_LISTED]
+    ]
+    return [
+        "",
+        f"<details><summary>Expected failures ({len(xfailed)})</summary>",
+        "",
+        "| item | reason | message |",
+        "|---|---|---|",
+        *_listed(rows, len(xfailed), "expected failures"),
+        "",
+        "</details>",
+    ]
+
+
+def render(doc: Mapping[str, Any], matrix: matrix_mod.Matrix, comparison: Comparison | None) -> str:
+    items: list[Mapping[str, Any]] = doc["items"]
+    lines = _head(doc["run"], doc["totals"])
+    if matrix.rows:
+        lines += ["", "### Matrix", "", *matrix_mod.render_markdown(matrix)]
+    lines += _failures(items)
+    if comparison is not None:
+        lines += _comparison(comparison)
+    lines += _not_run(items)
+    lines += _xfailed(items)
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,226 @@
+"""The conformance matrix: one line per case (and device), captures as column groups.
+
+A hundred cases under five capture paths are 3,000 items; the matrix shows
+them in a hundred lines, one symbol per item, so a run's shape — which path
+fails which check where — reads at a glance in a CI log. It is built from
+:class:`ItemResult` alone (reports, not items), so it is the same under xdist.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from pytest_exportcheck.reports.results import ItemResult
+from pytest_exportcheck.spec.case import ALL_CHECKS
+
+SYMBOLS: dict[str, str] = {
+    "passed": ".",
+    "failed": "F",
+    "error": "E",
+    "xfailed": "x",
+    "xpassed": "X",
+    "skipped": "s",
+    "not_applicable": "-",
+}
+LEGEND = "  ".join(
+    f"{symbol} {'n/a' if name == 'not_applicable' else name}" for name, symbol in SYMBOLS.items()
+)
+# The capture paths in the README's order; a path added later sorts after them by name.
+CAPTURE_ORDER: tuple[str, ...] = ("export", "export-strict", "dynamo", "dynamo-legacy", "aot-joint")
+# One letter per check; "moved" cannot be M (mutation), so it is V (moVed).
+CHECK_LETTERS: dict[str, str] = {
+    "signature": "S",
+    "hierarchy": "H",
+    "mutation": "M",
+    "parity": "P",
+    "moved": "V",
+    "recorded": "R",
+    "consistency": "C",
+}
+CONSISTENCY = "consistency"
+_DEVICE_KINDS = ("cpu", "cuda", "xpu", "mps", "meta")
+
+
+@dataclass
+class Row:
+    """One case on one device (device None: a broken case, which has none)."""
+
+    file: str
+    case: str
+    line: int | None
+    device: str | None
+    cells: dict[tuple[str, str], str] = field(default_factory=dict)  # (capture, check) → symbol
+    broken: str | None = None  # the headline of a case that could not be loaded
+
+    def symbol(self, capture: str, check: str) -> str:
+        return self.cells.get((capture, check), " ")
+
+
+@dataclass
+class Matrix:
+    captures: list[str]
+    checks: list[str]  # per-capture checks, consistency excluded
+    letters: dict[str, str]
+    consistency: bool  # whether any consistency item ran (one column after the captures)
+    devices: list[str]
+    rows: list[Row]
+
+    @property
+    def per_device(self) -> bool:
+        return len(self.devices) > 1
+
+
+def device_key(device: str) -> tuple[int, str, int]:
+    """cpu, then cuda:0, cuda:1, …, xpu, mps, meta; unknown kinds last."""
+    kind, _, index = device.partition(":")
+    rank = _DEVICE_KINDS.index(kind) if kind in _DEVICE_KINDS else len(_DEVICE_KINDS)
+    return rank, kind, int(index) if index.isdigit() else -1
+
+
+def _capture_key(capture: str) -> tuple[int, str]:
+    known = capture in CAPTURE_ORDER
+    return (CAPTURE_ORDER.index(capture) if known else len(CAPTURE_ORDER), capture)
+
+
+def _check_key(check: str) -> tuple[int, str]:
+    known = check in ALL_CHECKS
+    return (ALL_CHECKS.index(check) if known else len(ALL_CHECKS), check)
+
+
+def check_letters(checks: list[str]) -> dict[str, str]:
+    """A distinct letter per check: the usual one, else the first free letter of its name."""
+    letters: dict[str, str] = {}
+    taken: set[str] = set()
+    for check in checks:
+        candidates = [CHECK_LETTERS.get(check, ""), *check.upper(), *"ABCDEFGIJKLNOQTUWXYZ"]
+        letter = next(c for c in candidates if c and c.isalpha() and c not in taken)
+        letters[check] = letter
+        taken.add(letter)
+    return letters
+
+
+def build(results: list[ItemResult]) -> Matrix:
+    captures: set[str] = set()
+    checks: set[str] = set()
+    devices: set[str] = set()
+    consistency = False
+    rows: dict[tuple[str, str, str | None], Row] = {}
+    for result in results:
+        key = (result.file, result.case, None if result.broken else result.device)
+        row = rows.get(key)
+        if row is None:
+            row = rows[key] = Row(result.file, result.case, result.line, key[2])
+        if result.broken:
+            row.broken = result.message or "the case could not be loaded"
+            continue
+        assert result.check is not None
+        if result.device:
+            devices.add(result.device)
+        if result.check == CONSISTENCY:
+            consistency = True
+            row.cells[("", CONSISTENCY)] = SYMBOLS[result.outcome]
+            continue
+        capture = result.capture or "?"
+        captures.add(capture)
+        checks.add(result.check)
+        row.cells[(capture, result.check)] = SYMBOLS[result.outcome]
+    ordered_checks = sorted(checks, key=_check_key)
+    return Matrix(
+        captures=sorted(captures, key=_capture_key),
+        checks=ordered_checks,
+        letters=check_letters([*ordered_checks, CONSISTENCY]),
+        consistency=consistency,
+        devices=sorted(devices, key=device_key),
+        rows=sorted(
+            rows.values(),
+            key=lambda r: (r.file, r.line or 0, r.case, device_key(r.device or "")),
+        ),
+    )
+
+
+def _groups(matrix: Matrix) -> list[tuple[str, str, list[tuple[str, str]]]]:
+    """(header, letters, cell keys) per column group: each capture, then consistency."""
+    letters = "".join(matrix.letters[check] for check in matrix.checks)
+    groups = [
+        (capture, letters, [(capture, check) for check in matrix.checks])
+        for capture in matrix.captures
+    ]
+    if matrix.consistency:
+        groups.append(("", matrix.letters[CONSISTENCY], [("", CONSISTENCY)]))
+    return groups
+
+
+def legend_lines(matrix: Matrix) -> list[str]:
+    checks = [*matrix.checks, *([CONSISTENCY] if matrix.consistency else [])]
+    names = "  ".join(f"{matrix.letters[check]} {check}" for check in checks)
+    return [f"legend: {LEGEND}  (blank: no such item)", f"checks: {names}"]
+
+
+def render_text(matrix: Matrix, width: int = 120) -> list[str]:
+    """The matrix as terminal lines: file headings, then one indented line per case row."""
+    groups = _groups(matrix)
+    label_width = max(
+        [len("case"), *(len(r.file) for r in matrix.rows), *(2 + len(r.case) for r in matrix.rows)]
+    )
+    device_width = max([len("device"), *map(len, matrix.devices)]) if matrix.per_device else 0
+    widths = [max(len(header), len(letters)) for header, letters, _ in groups]
+
+    def line(label: str, device: str, cells: list[str]) -> str:
+        parts = [label.ljust(label_width)]
+        if matrix.per_device:
+            parts.append(device.ljust(device_width))
+        parts += [cell.ljust(w) for cell, w in zip(cells, widths, strict=False)]
+        return "  ".join(parts).rstrip()
+
+    def broken(label: str, text: str) -> str:
+        parts = [label.ljust(label_width), *([" " * device_width] if matrix.per_device else [])]
+        text = "  ".join([*parts, "broken: " + text])
+        return text if len(text) <= width else text[: width - 1] + "…"
+
+    lines = [*legend_lines(matrix)]
+    lines.append(line("", "", [header for header, _, _ in groups]))
+    lines.append(line("case", "device" if matrix.per_device else "", [g[1] for g in groups]))
+    current_file = None
+    for row in matrix.rows:
+        if row.file != current_file:
+            current_file = row.file
+            lines.append(row.file)
+        if row.broken is not None:
+            lines.append(broken(f"  {row.case}", row.broken))
+            continue
+        cells = ["".join(row.symbol(*key) for key in keys) for _, _, keys in groups]
+        lines.append(line(f"  {row.case}", row.device or "", cells))
+    return lines
+
+
+def md_text(text: str) -> str:
+    """Table-safe Markdown text: pipes escaped, newlines flattened."""
+    return re.sub(r"\s*\n\s*", " ", text).replace("|", "\\|")
+
+
+def render_markdown(matrix: Matrix) -> list[str]:
+    """The matrix as a GitHub-flavoured Markdown table (blank cells shown as ·)."""
+    groups = _groups(matrix)
+    header = ["file", "case", *(["device"] if matrix.per_device else [])]
+    header += [f"{name}<br>`{letters}`" if name else f"`{letters}`" for name, letters, _ in groups]
+    if not groups:  # only broken cases: one column for what broke them
+        header.append("result")
+    lines = [
+        *(f"{text}  " for text in legend_lines(matrix)),
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+    ]
+    for row in matrix.rows:
+        cells = [f"`{md_text(row.file)}`", f"`{md_text(row.case)}`"]
+        if matrix.per_device:
+            cells.append(row.device or "")
+        if row.broken is not None:
+            cells += ["**broken**: " + md_text(row.broken)] + [""] * max(0, len(groups) - 1)
+        else:
+            symbols = ["".join(row.symbol(*key) for key in keys) for _, _, keys in groups]
+            # A capture the case does not run stays empty; a missing check inside one is ·.
+            cells += [f"`{s.replace(' ', '·')}`" if s.strip() else "" for s in symbols]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines

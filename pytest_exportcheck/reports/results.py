@@ -1,0 +1,216 @@
+"""pytest test reports → one result per exportcheck item.
+
+An item produces up to three reports (setup, call, teardown), and under
+pytest-xdist they reach the controller serialized: a failure's ``longrepr``
+may then be a plain string (the plugin's own failure rendering) instead of an
+object with a ``reprcrash``. Everything below therefore reads only what
+survives serialization — outcome, ``longrepr``, ``wasxfail``, ``location``,
+``duration`` and ``user_properties`` — so one process and xdist agree.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+# Every outcome an item can end with, in the order totals are shown.
+OUTCOMES: tuple[str, ...] = (
+    "passed",
+    "failed",
+    "error",
+    "xfailed",
+    "xpassed",
+    "skipped",
+    "not_applicable",
+)
+FAILING = frozenset({"failed", "error"})
+NOT_APPLICABLE = "not applicable: "
+PROPERTY_PREFIX = "exportcheck_"
+_MAX_MESSAGE = 500
+
+
+@dataclass
+class ItemResult:
+    """What one item did, as the JSON report stores it (field order is the JSON's)."""
+
+    nodeid: str
+    case: str
+    file: str
+    line: int | None
+    capture: str | None  # None for a broken case; "export+dynamo" for consistency
+    check: str | None  # None for a broken case (the YAML did not load)
+    device: str | None
+    outcome: str
+    stage: str | None = None
+    message: str | None = None
+    reason: str | None = None  # the xfail reason, for xfailed and xpassed items
+    max_abs_err: float | None = None
+    duration: float = 0.0
+    capture_seconds: float | None = None
+    observation: Any = None
+
+    @property
+    def broken(self) -> bool:
+        """A case (or case file) that could not be loaded: no capture, no check."""
+        return self.check is None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def first_line(text: str | None) -> str | None:
+    """The first non-blank line, bounded: summaries must stay one line."""
+    if not text:
+        return None
+    for line in str(text).splitlines():
+        line = line.strip()
+        if line:
+            return line if len(line) <= _MAX_MESSAGE else line[: _MAX_MESSAGE - 1] + "…"
+    return None
+
+
+def skip_reason(longrepr: Any) -> str | None:
+    """The reason of a skip report (pytest stores ``(path, line, "Skipped: reason")``)."""
+    if isinstance(longrepr, (tuple, list)) and len(longrepr) == 3:
+        reason = str(longrepr[2])
+        if reason == "Skipped":
+            return ""
+        return reason.removeprefix("Skipped: ")
+    return None
+
+
+def headline(longrepr: Any) -> str | None:
+    """The one-line summary of a report's ``longrepr``, whatever form it reached us in.
+
+    Skips give their reason; failures their ``reprcrash.message`` (the plugin's
+    own ``[stage] ...`` headline, or pytest's ``AssertionError: ...``); a
+    longrepr serialized to text by xdist gives its first line, which for the
+    plugin's failures is that same headline.
+    """
+    if longrepr is None:
+        return None
+    reason = skip_reason(longrepr)
+    if reason is not None:
+        return first_line(reason)
+    message = getattr(getattr(longrepr, "reprcrash", None), "message", None)
+    return first_line(message if message else str(longrepr))
+
+
+def _outcome_of(report: Any) -> str:
+    """The outcome one phase's report says, before phases are combined."""
+    if hasattr(report, "wasxfail"):
+        return "xfailed" if report.skipped else "xpassed"
+    if report.skipped:
+        reason = skip_reason(report.longrepr) or ""
+        return "not_applicable" if reason.startswith(NOT_APPLICABLE) else "skipped"
+    return "failed" if report.failed else "passed"
+
+
+def classify(phases: Mapping[str, Any]) -> tuple[str, Any] | None:
+    """An item's outcome from its phase reports, and the report that decided it.
+
+    A failing setup or teardown is an ``error`` (as pytest counts it); a
+    crashed xdist worker reports phase ``???``, read as the call. None when
+    the item never got past setup (an interrupted run).
+    """
+    setup = phases.get("setup")
+    call = phases.get("call") or phases.get("???")
+    teardown = phases.get("teardown")
+    if setup is not None and setup.failed:
+        return "error", setup
+    if call is None:
+        if setup is not None and setup.skipped:
+            return _outcome_of(setup), setup
+        return None
+    outcome = _outcome_of(call)
+    if teardown is not None and teardown.failed and outcome not in FAILING:
+        return "error", teardown
+    return outcome, call
+
+
+def _observation(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _float(value: Any) -> float | None:
+    try:
+        return None if value is None else float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def item_result(nodeid: str, phases: Mapping[str, Any]) -> ItemResult | None:
+    """One item's result from its reports (None if it never ran)."""
+    decided = classify(phases)
+    if decided is None:
+        return None
+    outcome, report = decided
+    props: dict[str, Any] = {}
+    duration = 0.0
+    location = None
+    for phase in phases.values():
+        props.update({name: value for name, value in phase.user_properties})
+        duration += float(getattr(phase, "duration", 0.0) or 0.0)
+        location = location or getattr(phase, "location", None)
+    line = None
+    if location and len(location) > 1 and location[1] is not None:
+        line = int(location[1]) + 1
+    reason = getattr(report, "wasxfail", None)
+    message = reason if outcome == "xpassed" else headline(report.longrepr)
+    return ItemResult(
+        nodeid=nodeid,
+        case=props.get("exportcheck_case") or nodeid.split("::")[-1],
+        file=nodeid.split("::")[0],
+        line=line,
+        capture=props.get("exportcheck_capture"),
+        check=props.get("exportcheck_check"),
+        device=props.get("exportcheck_device"),
+        outcome=outcome,
+        stage=props.get("exportcheck_stage") if outcome in (*FAILING, "xfailed") else None,
+        message=None if outcome == "passed" else message,
+        reason=reason or None,
+        max_abs_err=_float(props.get("exportcheck_max_abs_err")),
+        duration=round(duration, 4),
+        capture_seconds=_float(props.get("exportcheck_capture_seconds")),
+        observation=_observation(props.get("exportcheck_observation")),
+    )
+
+
+class ResultCollector:
+    """Test reports of exportcheck items as they arrive (from workers, under xdist)."""
+
+    def __init__(self) -> None:
+        self._phases: dict[str, dict[str, Any]] = {}
+
+    def add(self, report: Any) -> None:
+        """Keep a report if it belongs to an exportcheck item (it carries our properties)."""
+        names = [prop[0] for prop in getattr(report, "user_properties", ())]
+        if any(str(name).startswith(PROPERTY_PREFIX) for name in names):
+            self._phases.setdefault(report.nodeid, {})[report.when] = report
+
+    def results(self) -> list[ItemResult]:
+        """Every item that ran, ordered by node id (deterministic under xdist too)."""
+        found = (item_result(nodeid, phases) for nodeid, phases in self._phases.items())
+        return sorted((r for r in found if r is not None), key=lambda r: r.nodeid)
+
+
+def totals(outcomes: Iterable[str]) -> dict[str, int]:
+    """``{"items": n, "passed": ..., ...}`` with every outcome present, zero or not."""
+    counts = Counter(outcomes)
+    return {"items": sum(counts.values()), **{name: counts.get(name, 0) for name in OUTCOMES}}
+
+
+def describe_totals(counts: Mapping[str, int]) -> str:
+    """``24 items: 9 passed, 12 failed, 2 not applicable`` (zero counts left out)."""
+    parts = [f"{counts[name]} {name.replace('_', ' ')}" for name in OUTCOMES if counts.get(name)]
+    items = counts.get("items", 0)
+    noun = "item" if items == 1 else "items"
+    return f"{items} {noun}: " + ", ".join(parts) if parts else f"{items} {noun}"
