@@ -32,13 +32,14 @@ changes nothing the second time.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
+
+from pytest_exportcheck.atomic import write_atomically
+from pytest_exportcheck.spec.case import display_path
 
 FORMAT = 1
 SUFFIX = ".recorded.json"
@@ -121,14 +122,7 @@ class Recording:
                 return False
         except FileNotFoundError:
             pass
-        fd, tmp = tempfile.mkstemp(prefix=self.path.name, suffix=".tmp", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomically(self.path, text)
         return True
 
 
@@ -234,9 +228,9 @@ class RecordingStore:
             stale = _stale(recording, self.minor, _captures_by_case(Path(case_file)))
             if stale:
                 lines.append(
-                    f"{recording.path}: recorded entries for cases or captures that no longer "
-                    f"exist: {_show(stale)}; pytest --exportcheck --exportcheck-update on the "
-                    "whole suite removes them"
+                    f"{display_path(recording.path)}: recorded entries for cases or captures "
+                    f"that no longer exist: {_show(stale)}; pytest --exportcheck "
+                    "--exportcheck-update on the whole suite removes them"
                 )
         return lines
 
@@ -256,7 +250,7 @@ class RecordingStore:
             updated = updated.without(minor, case, capture)
         count = sum(len(captures) for captures in observed.values())
         changed = updated.write_if_changed()
-        line = f"{recording.path}: torch {self.minor}, {count} entries recorded, " + (
+        line = f"{display_path(recording.path)}: torch {self.minor}, {count} entries recorded, " + (
             "written" if changed else "unchanged"
         )
         if stale:

@@ -1,7 +1,7 @@
 """recorded: what a capture looks like equals what was recorded for this torch.
 
 The observation of a (case, capture) — the exact placeholder list, the module
-FQNs after ``unflatten`` (export paths) and the recorded mutation sets — is
+FQNs after ``unflatten`` (export paths, sorted) and the recorded mutation sets — is
 compared with ``<case file>.recorded.json`` (see ``recording.py``): the section
 of the installed torch minor, else the newest older one, whose differences
 then read "changed since torch 2.9". Under ``--exportcheck-update`` the item
@@ -28,7 +28,12 @@ def observe(record: CaptureRecord) -> dict[str, Any]:
         except Exception as exc:
             modules = f"unflatten raised {type(exc).__name__}"
         else:
-            modules = [name for name, _ in unflat.named_modules(remove_duplicate=False) if name]
+            # Sorted: torch 2.13's unflatten orders torch.cond branch modules
+            # (true_graph_0, false_graph_0) differently from run to run; the order
+            # itself is the hierarchy check's business (against eager's).
+            modules = sorted(
+                name for name, _ in unflat.named_modules(remove_duplicate=False) if name
+            )
     mutations: dict[str, list[str]] | str | None
     try:
         recorded = record.mutations()

@@ -214,3 +214,13 @@ def test_a_corrupt_recording_fails_its_items_and_is_never_overwritten(
         )
         assert (project.path / RECORDING).read_text() == '{"format": 1, "torch": '
     run.stdout.fnmatch_lines(["not written: *main.recorded.json: unreadable*"])
+
+
+def test_a_recording_gets_the_usual_file_mode(project: pytest.Pytester) -> None:
+    import os
+
+    write_cases(project, TWO_CASES)
+    update(project)
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (project.path / RECORDING).stat().st_mode & 0o777 == 0o666 & ~umask
