@@ -143,7 +143,7 @@ class CheckItem(pytest.Item):
         from pytest_exportcheck.checks import not_applicable
         from pytest_exportcheck.compare import tracking_errors
         from pytest_exportcheck.devices import unavailable_reason
-        from pytest_exportcheck.failures import CheckFailure, ExportCheckError, InternalError
+        from pytest_exportcheck.failures import CheckFailure, ExportCheckError, InternalError, Note
         from pytest_exportcheck.isolation import seeded
 
         if self.case.requires_torch and not compat.satisfies(self.case.requires_torch):
@@ -171,7 +171,7 @@ class CheckItem(pytest.Item):
         except Exception as exc:
             message = f"{type(exc).__name__}: {exc}".splitlines()[0]
             raise InternalError(f"{self.case.location}: unexpected {message}") from exc
-        if findings:
+        if any(not isinstance(f, Note) for f in findings):
             raise CheckFailure(self.check, findings)
 
     def _capture_unavailable(self) -> str | None:
@@ -231,7 +231,11 @@ class CheckItem(pytest.Item):
         self._set_property("exportcheck_stage", error.stage)
         where = f"{self.case.location}: case {self.case.name}, {self.capture} on {self.device}"
         text = f"{error.headline}\n{where}\n{error.render()}"
-        show_traceback = error.stage == "internal" or self.config.get_verbosity() >= 2
+        show_traceback = (
+            error.stage == "internal"
+            or self.config.get_verbosity() >= 2
+            or self.config.getoption("exportcheck_tb") == "long"
+        )
         if show_traceback and error.__cause__ is not None:
             text += "\n\n" + _full_traceback(error.__cause__)
         return FailureRepr(text, headline=error.headline)

@@ -65,7 +65,71 @@ class EagerError(ExportCheckError):
 
 
 class CaptureError(ExportCheckError):
+    """A capture call raised; ``kind`` says what export refused (see ``capture_failure_kind``)."""
+
     stage = "capture"
+
+    def __init__(self, message: str, kind: str = "other") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+    @property
+    def headline(self) -> str:
+        return f"[{self.stage}: {self.kind}] {self.message.splitlines()[0]}"
+
+    def render(self) -> str:
+        return f"[{self.stage}: {self.kind}] {self.message}"
+
+    def as_dependency(self, first_reported_by: str) -> ExportCheckError:
+        pointer = CaptureError(
+            f"{self.message.splitlines()[0]}\n(full report on {first_reported_by})", self.kind
+        )
+        pointer.__cause__ = self.__cause__
+        return pointer
+
+
+# What export refused, by the exception classes (and wording) torch raises for
+# it; matched by name across the chain of causes, so no torch import and no
+# version table: an unknown class is "other".
+CAPTURE_FAILURE_KINDS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
+    (
+        "data-dependent guard",
+        (
+            "GuardOnDataDependentSymNode",
+            "DataDependentOutputException",
+            "PendingUnbackedSymbolNotFound",
+        ),
+        ("data-dependent",),
+    ),
+    ("constraint violation", ("ConstraintViolationError",), ("constraint violation",)),
+    (
+        "pytree / output type",
+        ("TreeSpecError",),
+        ("pytree", "which is not a known type", "not a supported output", "unsupported output"),
+    ),
+    ("unsupported construct", ("Unsupported", "UncapturedHigherOrderOpError"), ()),
+)
+
+
+def capture_error(exc: BaseException, context: str) -> CaptureError:
+    """A capture call's exception as a CaptureError: headline, user frame and kind."""
+    return CaptureError(describe_exception(exc, context=context), capture_failure_kind(exc))
+
+
+def capture_failure_kind(exc: BaseException) -> str:
+    """``data-dependent guard``, ``constraint violation``, ``pytree / output type``,
+    ``unsupported construct`` or ``other``: what a user must change differs for each."""
+    chain: list[BaseException] = []
+    seen: BaseException | None = exc
+    while seen is not None and seen not in chain:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    names = {cls.__name__ for error in chain for cls in type(error).__mro__}
+    text = " ".join(str(error).lower() for error in chain)
+    for kind, classes, words in CAPTURE_FAILURE_KINDS:
+        if names & set(classes) or any(word in text for word in words):
+            return kind
+    return "other"
 
 
 class InternalError(ExportCheckError):
@@ -74,14 +138,20 @@ class InternalError(ExportCheckError):
     stage = "internal"
 
 
+class Note(str):
+    """Context a check adds to its findings (where outputs diverge, ...): shown, not counted."""
+
+
 class CheckFailure(ExportCheckError):
     """A check's findings; ``stage`` is the check's name."""
 
     def __init__(self, check: str, findings: list[str]) -> None:
         self.stage = check
-        self.findings = findings
-        count = f"{len(findings)} finding{'s' if len(findings) != 1 else ''}"
-        body = "\n".join(f"- {_indent_continuation(f)}" for f in findings)
+        notes = [f for f in findings if isinstance(f, Note)]
+        self.findings = [f for f in findings if not isinstance(f, Note)]
+        count = f"{len(self.findings)} finding{'s' if len(self.findings) != 1 else ''}"
+        body = "\n".join(f"- {_indent_continuation(f)}" for f in self.findings)
+        body += "".join(f"\n  {_indent_continuation(n)}" for n in notes)
         super().__init__(f"{check} check failed ({count}):\n{body}")
 
     @property

@@ -40,6 +40,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "(by default each accelerator's items run on one worker only).",
     )
     group.addoption(
+        "--exportcheck-tb",
+        dest="exportcheck_tb",
+        choices=("short", "long"),
+        default="short",
+        help="short (default): a failure shows its headline and the user-code frame that "
+        "caused it; long: also the full traceback (as -vv does).",
+    )
+    group.addoption(
         "--exportcheck-update",
         action="store_true",
         default=False,

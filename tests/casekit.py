@@ -209,6 +209,62 @@ class NestedTiedShared(nn.Module):
         return logits, logits.pow(2).mean()
 
 
+class Perturbed(nn.Module):
+    """Adds 0.1 to its input while being exported (a stand-in for an op whose export
+    path differs from its eager one); eager passes the input through."""
+
+    def __init__(self, on: bool = True) -> None:
+        super().__init__()
+        self.on = on
+
+    def forward(self, x):
+        if self.on and torch.compiler.is_exporting():
+            return x + 0.1
+        return x
+
+
+class PerturbedBlock(nn.Module):
+    def __init__(self, perturb: bool) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.act = Perturbed(perturb)
+
+    def forward(self, x):
+        return self.act(torch.relu(self.lin(x)))
+
+
+class OneBlockPerturbed(nn.Module):
+    """blocks.1.act differs under export; everything before it agrees."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = nn.Sequential(
+            PerturbedBlock(False), PerturbedBlock(True), PerturbedBlock(False)
+        )
+
+    def forward(self, x):
+        return self.blocks(x)
+
+
+class SecondCallPerturbed(nn.Module):
+    """One module called twice: its exported form differs only on large inputs, which
+    only its second call gets."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.act = LargeValuesPerturbed()
+
+    def forward(self, x):
+        return self.act(self.act(x) * 100)
+
+
+class LargeValuesPerturbed(nn.Module):
+    def forward(self, x):
+        if torch.compiler.is_exporting():
+            return torch.where(x.abs() > 5, x + 0.1, x)
+        return x
+
+
 def not_a_module():
     return 42
 

@@ -44,7 +44,7 @@ from pytest_exportcheck.capture.record import (
     tensor_at,
 )
 from pytest_exportcheck.compat import dynamo_graph_capture
-from pytest_exportcheck.failures import CaptureError, describe_exception
+from pytest_exportcheck.failures import capture_error
 from pytest_exportcheck.isolation import clone_tree, flat_inputs
 from pytest_exportcheck.subject import Subject
 
@@ -69,11 +69,8 @@ def capture_dynamo(subject: Subject) -> GraphRecord:
     try:
         gm = dynamo_graph_capture_for_export(model)(*args, **kwargs)
     except Exception as exc:
-        raise CaptureError(
-            describe_exception(
-                exc,
-                context=f"{subject.case.location}: dynamo_graph_capture_for_export raised",
-            )
+        raise capture_error(
+            exc, f"{subject.case.location}: dynamo_graph_capture_for_export raised"
         ) from exc
     seconds = time.perf_counter() - started
     fed, paths = _fed_values(gm, subject)
@@ -109,9 +106,7 @@ def capture_dynamo_legacy(subject: Subject) -> GraphRecord:
     try:
         gm, _guards = torch._dynamo.export(model)(*args, **kwargs)
     except Exception as exc:
-        raise CaptureError(
-            describe_exception(exc, context=f"{subject.case.location}: torch._dynamo.export raised")
-        ) from exc
+        raise capture_error(exc, f"{subject.case.location}: torch._dynamo.export raised") from exc
     seconds = time.perf_counter() - started
     fed_inputs, paths = _fed_values(gm, subject)
     flat_names: dict[str, str] = gm.meta.get("dynamo_flat_name_to_original_fqn", {})

@@ -23,7 +23,7 @@ from pytest_exportcheck.capture.record import (
     Runnable,
 )
 from pytest_exportcheck.compat import parameters_to_mutate
-from pytest_exportcheck.failures import CaptureError, describe_exception
+from pytest_exportcheck.failures import capture_error, describe_exception
 from pytest_exportcheck.isolation import private_copy, quiet_torch_internals
 from pytest_exportcheck.subject import Subject
 
@@ -39,10 +39,8 @@ def capture_export(subject: Subject, capture: str, *, strict: bool) -> ProgramRe
         program = torch.export.export(model, args, kwargs, strict=strict)
     except Exception as exc:
         mode = "strict" if strict else "non-strict"
-        raise CaptureError(
-            describe_exception(
-                exc, context=f"{subject.case.location}: torch.export.export ({mode}) raised"
-            )
+        raise capture_error(
+            exc, f"{subject.case.location}: torch.export.export ({mode}) raised"
         ) from exc
     seconds = time.perf_counter() - started
     return ProgramRecord(

@@ -32,7 +32,7 @@ from pytest_exportcheck.capture.record import (
     tensor_at,
 )
 from pytest_exportcheck.compat import parameters_to_mutate
-from pytest_exportcheck.failures import CaptureError, describe_exception
+from pytest_exportcheck.failures import CaptureError, capture_error
 from pytest_exportcheck.subject import Subject
 
 
@@ -92,10 +92,8 @@ def capture_aot_joint(subject: Subject) -> JointRecord:
             model, (*args, *kwargs.values()), trace_joint=True, output_loss_index=case.loss_output
         )
     except Exception as exc:
-        raise CaptureError(
-            describe_exception(
-                exc, context=f"{case.location}: aot_export_module(trace_joint=True) raised"
-            )
+        raise capture_error(
+            exc, f"{case.location}: aot_export_module(trace_joint=True) raised"
         ) from exc
     seconds = time.perf_counter() - started
     return JointRecord(

@@ -11,7 +11,7 @@ import time
 
 from pytest_exportcheck.capture.export import ProgramRecord
 from pytest_exportcheck.compat import move_to_device_pass
-from pytest_exportcheck.failures import CaptureError, describe_exception
+from pytest_exportcheck.failures import capture_error
 from pytest_exportcheck.isolation import private_copy, quiet_torch_internals
 from pytest_exportcheck.subject import Subject
 
@@ -32,12 +32,10 @@ def move_capture(cpu_record: ProgramRecord, subject: Subject) -> ProgramRecord:
         with quiet_torch_internals():
             program = move(private_copy(cpu_record.program), subject.device)
     except Exception as exc:
-        raise CaptureError(
-            describe_exception(
-                exc,
-                context=f"{subject.case.location}: move_to_device_pass(<CPU export>, "
-                f"{subject.device!r}) raised",
-            )
+        raise capture_error(
+            exc,
+            f"{subject.case.location}: move_to_device_pass(<CPU export>, "
+            f"{subject.device!r}) raised",
         ) from exc
     return ProgramRecord(
         capture=cpu_record.capture,

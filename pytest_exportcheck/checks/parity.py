@@ -12,7 +12,9 @@ calls (state-carrying models are compared after each). Outputs must have the
 same pytree structure, dtypes and shapes, and values within tolerance (the
 ``torch.testing.assert_close`` per-dtype defaults unless the case sets
 ``atol``/``rtol``). A failure names the output leaf, the max abs and rel error,
-the worst index, the mismatched/total count and the tolerance used.
+the worst index, the mismatched/total count and the tolerance used, and ends
+with where the outputs start to differ (``localize.py``): the first submodule
+whose output diverges while its inputs agree.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from torch.utils import _pytree as pytree
 
 from pytest_exportcheck.capture.joint import JointRecord
 from pytest_exportcheck.capture.record import CaptureRecord
+from pytest_exportcheck.checks.localize import first_divergence
 from pytest_exportcheck.compare import Tolerance, compare_trees
-from pytest_exportcheck.failures import describe_exception
+from pytest_exportcheck.failures import Note, describe_exception
 from pytest_exportcheck.isolation import seed_everything
 from pytest_exportcheck.runs import run_steps
 from pytest_exportcheck.spec import Case
@@ -38,7 +41,8 @@ def check_parity(case: Case, record: CaptureRecord) -> list[str]:
         eager_steps = subject.eager_steps(steps)
     except Exception as exc:
         return [describe_exception(exc, context="eager raised")]
-    findings = []
+    findings: list[str] = []
+    diverged = False
     for runnable in record.runnables():
         label = runnable.label
         try:
@@ -49,11 +53,15 @@ def check_parity(case: Case, record: CaptureRecord) -> list[str]:
             continue
         for index, (want, got) in enumerate(zip(eager_steps, runs, strict=True), start=1):
             root = f"step {index}: output" if steps > 1 else "output"
-            findings += compare_trees(
+            problems = compare_trees(
                 want.output, got.output, tolerance=tolerance, root=root, names=("eager", label)
             )
+            diverged = diverged or bool(problems)
+            findings += problems
     if isinstance(record, JointRecord):
         findings += _gradients(case, record, tolerance)
+    if diverged:  # where: one more hooked run of eager and unflatten(ep), call by call
+        findings.append(Note(f"where: {first_divergence(record, tolerance)}"))
     return findings
 
 

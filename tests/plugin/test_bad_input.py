@@ -123,7 +123,8 @@ def test_export_that_raises_is_a_capture_failure_reported_once(project: pytest.P
     out = result.stdout.str()
     result.stdout.fnmatch_lines(
         [
-            "*[[]capture[]] cases/bad.yaml:2: torch.export.export (non-strict) raised: *",
+            "*[[]capture: data-dependent guard[]] cases/bad.yaml:2: torch.export.export "
+            "(non-strict) raised: *",
             "*raised from user code:*",
             "*if x.sum() > 0:*",
         ]
@@ -137,6 +138,16 @@ def test_full_traceback_with_very_verbose(project: pytest.Pytester) -> None:
     result = project.runpytest("--exportcheck", "-vv", "-k", "signature")
     result.stdout.fnmatch_lines(
         ["*Traceback (most recent call last):*", "*ValueError: forward is broken on purpose"]
+    )
+
+
+def test_full_traceback_with_exportcheck_tb_long(project: pytest.Pytester) -> None:
+    write_cases(project, MLP_CASE.replace("Mlp", "DataDependent"))
+    short = project.runpytest("--exportcheck", "-k", "signature")
+    assert "Traceback (most recent call last):" not in short.stdout.str()
+    result = project.runpytest("--exportcheck", "--exportcheck-tb", "long", "-k", "signature")
+    result.stdout.fnmatch_lines(
+        ["*[[]capture: data-dependent guard[]]*", "*Traceback (most recent call last):*"]
     )
 
 

@@ -153,7 +153,9 @@ def test_with_fewer_than_two_captures_left_it_skips_saying_why(
     result = run_consistency(project, "-rs")
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(
-        ["SKIPPED * fewer than two captures to compare (export: [[]capture[]] *; export-strict: *"]
+        [
+            "SKIPPED * fewer than two captures to compare (export: [[]capture: data-dependent guard[]] *; export-strict: *"
+        ]
     )
 
 

@@ -1,0 +1,87 @@
+"""On a parity failure, the report says where eager and the export start to differ."""
+
+from __future__ import annotations
+
+import pytest
+from casekit import MLP_CASE, inject, write_cases
+
+
+def run_parity(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest("--exportcheck", "-k", "parity", *args)
+
+
+def test_the_first_diverging_submodule_is_named(project: pytest.Pytester) -> None:
+    write_cases(project, MLP_CASE.replace("Mlp", "OneBlockPerturbed"))
+    result = run_parity(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*parity check failed (3 findings):",
+            "  where: first diverging: blocks.1.act (Perturbed) — max abs err 0.1; inputs agree",
+        ]
+    )
+
+
+def test_a_module_called_twice_is_compared_call_by_call(project: pytest.Pytester) -> None:
+    write_cases(project, MLP_CASE.replace("Mlp", "SecondCallPerturbed"))
+    result = run_parity(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "  where: first diverging: act (LargeValuesPerturbed, call 2) — max abs err 0.1; "
+            "inputs agree"
+        ]
+    )
+
+
+def test_when_unflatten_fails_it_says_so(project: pytest.Pytester) -> None:
+    write_cases(project, MLP_CASE.replace("Mlp", "OneBlockPerturbed"))
+    inject(
+        project,
+        """
+        def broken():
+            raise RuntimeError("no unflatten today")
+        record.fresh_unflattened = broken
+        """,
+    )
+    result = run_parity(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["  where: not localized: torch.export.unflatten raised RuntimeError"]
+    )
+
+
+def test_a_flat_graph_cannot_be_localized_and_says_why(project: pytest.Pytester) -> None:
+    write_cases(
+        project,
+        MLP_CASE.replace("Mlp", "OneBlockPerturbed").replace(
+            "inputs:", "captures: [dynamo-legacy]\n    inputs:"
+        ),
+    )
+    result = run_parity(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["  where: not localized: dynamo-legacy has no module hierarchy to compare call by call"]
+    )
+
+
+def test_a_difference_in_the_roots_own_ops_is_said_to_be_there(project: pytest.Pytester) -> None:
+    write_cases(project, MLP_CASE)
+    inject(
+        project,
+        """
+        make = record.fresh_unflattened
+        def noisy():
+            module = make()
+            module.register_forward_hook(lambda m, a, out: out + 1.0)
+            return module
+        record.fresh_unflattened = noisy
+        """,
+    )
+    result = run_parity(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "  where: not localized: every submodule call agrees; the difference is in the root's own ops"
+        ]
+    )
