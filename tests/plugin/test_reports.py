@@ -16,7 +16,7 @@ cases:
     description: two captures that agree
     model: {target: models.py:Counter}
     inputs: {args: [{shape: [2, 4]}]}
-    captures: [export, dynamo]
+    captures: [export, dynamo-legacy]
   python_state:
     description: mutation xfails, parity fails at step 2
     model: {target: models.py:PythonCounter}
@@ -45,10 +45,10 @@ MIXED_MATRIX = [
     "*= exportcheck matrix =*",
     "legend: . passed  F failed  E error  x xfailed  X xpassed  s skipped  - n/a  (blank: no such item)",
     "checks: S signature  H hierarchy  M mutation  P parity  C consistency",
-    "                 export  dynamo",
-    "case             SHMP    SHMP    C",
+    "                 export  dynamo-legacy",
+    "case             SHMP    SHMP           C",
     "cases/main.yaml",
-    "  agree          ....    .-..    .",
+    "  agree          ....    .-..           .",
     "  python_state   ..xF",
     "  xpass          X",
     "  future         ssss",
@@ -124,8 +124,10 @@ def test_the_json_report_has_every_item_and_the_run(
     assert doc["run"]["exitstatus"] == pytest.ExitCode.TESTS_FAILED
     assert {"python", "platform", "started", "finished", "duration"} <= doc["run"].keys()
     found = items(doc)
-    assert found["cases/main.yaml::agree::hierarchy[dynamo-cpu]"]["outcome"] == "not_applicable"
-    assert found["cases/main.yaml::agree::consistency[cpu]"]["capture"] == "export+dynamo"
+    assert (
+        found["cases/main.yaml::agree::hierarchy[dynamo-legacy-cpu]"]["outcome"] == "not_applicable"
+    )
+    assert found["cases/main.yaml::agree::consistency[cpu]"]["capture"] == "export+dynamo-legacy"
     assert found["cases/main.yaml::xpass::signature[export-cpu]"]["outcome"] == "xpassed"
     broken = found["cases/main.yaml::bad_key"]
     assert (broken["outcome"], broken["stage"], broken["check"]) == ("failed", "case", None)
@@ -156,7 +158,7 @@ def test_skips_are_reported_with_their_reason(project: pytest.Pytester) -> None:
     write_cases(project, MIXED)
     run(project, "-k", "future or agree", "--exportcheck-report", "report.json")
     found = items(report(project))
-    hierarchy = found["cases/main.yaml::agree::hierarchy[dynamo-cpu]"]
+    hierarchy = found["cases/main.yaml::agree::hierarchy[dynamo-legacy-cpu]"]
     assert hierarchy["message"].startswith("not applicable: a Dynamo GraphModule is flat")
     future = found["cases/main.yaml::future::parity[export-cpu]"]
     assert future["outcome"] == "skipped"
@@ -194,7 +196,7 @@ def test_the_markdown_report_summarizes_the_run(project: pytest.Pytester) -> Non
         "## exportcheck: 19 items: 10 passed, 2 failed, 1 xfailed, 1 xpassed, 4 skipped, "
         "1 not applicable\n"
     )
-    assert "| file | case | export<br>`SHMP` | dynamo<br>`SHMP` | `C` |" in markdown
+    assert "| file | case | export<br>`SHMP` | dynamo-legacy<br>`SHMP` | `C` |" in markdown
     assert "| `cases/main.yaml` | `agree` | `....` | `.-..` | `.` |" in markdown
     assert "| `cases/main.yaml` | `python_state` | `..xF` |  |  |" in markdown
     assert "### Failures (2)" in markdown
@@ -202,7 +204,7 @@ def test_the_markdown_report_summarizes_the_run(project: pytest.Pytester) -> Non
         markdown
     )
     assert "### Not applicable (1)" in markdown
-    assert "| dynamo | hierarchy | 1 | a Dynamo GraphModule is flat" in markdown
+    assert "| dynamo-legacy | hierarchy | 1 | a Dynamo GraphModule is flat" in markdown
 
 
 def test_reports_are_written_whole_and_leave_no_temporary_file(
