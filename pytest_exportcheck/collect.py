@@ -238,7 +238,21 @@ class CheckItem(pytest.Item):
         )
         if show_traceback and error.__cause__ is not None:
             text += "\n\n" + _full_traceback(error.__cause__)
+        if show_traceback and error.stage in ("signature", "hierarchy", "recorded"):
+            text += self._graph_evidence(error.render())
         return FailureRepr(text, headline=error.headline)
+
+    def _graph_evidence(self, findings: str) -> str:
+        from pytest_exportcheck.checks.evidence import graph_excerpt
+
+        try:
+            excerpt = graph_excerpt(self._session.record_for(self), findings)
+        except Exception:  # evidence is a courtesy; the failure itself is already told
+            return ""
+        if excerpt is None:
+            return ""
+        heading = f"graph excerpt ({self.capture}: the nodes named above and their users):"
+        return f"\n\n{heading}\n{excerpt}"
 
     def _set_property(self, name: str, value: object) -> None:
         """Set a junit property once (pytest may call runtest and repr_failure again)."""

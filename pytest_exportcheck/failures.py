@@ -99,7 +99,7 @@ CAPTURE_FAILURE_KINDS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] 
             "DataDependentOutputException",
             "PendingUnbackedSymbolNotFound",
         ),
-        ("data-dependent",),
+        ("data-dependent", "dynamic control flow"),
     ),
     ("constraint violation", ("ConstraintViolationError",), ("constraint violation",)),
     (

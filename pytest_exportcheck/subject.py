@@ -64,6 +64,7 @@ class Subject:
         self.case = case
         self.device = device
         self._eager_steps: list[Step] = []
+        self._fp64_steps: list[Step] | None = []
         try:
             with seeded(case.seed):
                 self._model, self._inputs = _build(case, device)
@@ -143,6 +144,23 @@ class Subject:
             )
         return self._eager_steps[:steps]
 
+    def fp64_steps(self, steps: int) -> list[Step] | None:
+        """Eager in float64 — model and floating inputs cast up — for the ``fp64`` policy.
+
+        ``None`` where the model cannot run in float64 (the policy then says so
+        and allclose decides).
+        """
+        if self._fp64_steps is not None and len(self._fp64_steps) < steps:
+            try:
+                model = self.model_copy().double()
+                inputs = _to_float64(self.inputs_copy())
+                self._fp64_steps = run_steps(
+                    model, inputs, steps=steps, seed=self.case.seed, eager=True
+                )
+            except Exception:
+                self._fp64_steps = None
+        return None if self._fp64_steps is None else self._fp64_steps[:steps]
+
     @cached_property
     def call_counts(self) -> CallCounts:
         """Count forward calls per module with hooks, on a copy of its own.
@@ -215,6 +233,17 @@ class _Snapshot:
         if before.is_floating_point() or before.is_complex():
             return not torch.allclose(before, after.detach(), rtol=0, atol=0, equal_nan=True)
         return not torch.equal(before, after.detach())
+
+
+def _to_float64(tree: Inputs) -> Inputs:
+    from torch.utils import _pytree as pytree
+
+    def up(leaf: Any) -> Any:
+        if isinstance(leaf, torch.Tensor) and leaf.is_floating_point():
+            return leaf.double()
+        return leaf
+
+    return pytree.tree_map(up, tree)
 
 
 def _build(case: Case, device: str) -> tuple[torch.nn.Module, Inputs]:

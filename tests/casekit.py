@@ -209,6 +209,12 @@ class NestedTiedShared(nn.Module):
         return logits, logits.pow(2).mean()
 
 
+def _exporting() -> bool:
+    # torch.compiler.is_exporting() is recent; is_compiling() is also true under export.
+    probe = getattr(torch.compiler, "is_exporting", None) or torch.compiler.is_compiling
+    return probe()
+
+
 class Perturbed(nn.Module):
     """Adds 0.1 to its input while being exported (a stand-in for an op whose export
     path differs from its eager one); eager passes the input through."""
@@ -218,7 +224,7 @@ class Perturbed(nn.Module):
         self.on = on
 
     def forward(self, x):
-        if self.on and torch.compiler.is_exporting():
+        if self.on and _exporting():
             return x + 0.1
         return x
 
@@ -260,8 +266,25 @@ class SecondCallPerturbed(nn.Module):
 
 class LargeValuesPerturbed(nn.Module):
     def forward(self, x):
-        if torch.compiler.is_exporting():
+        if _exporting():
             return torch.where(x.abs() > 5, x + 0.1, x)
+        return x
+
+
+class Compounding(nn.Module):
+    """Eager rounds thirty times (one multiply per step, in the input's dtype); the exported
+    form multiplies once. In bfloat16 the two differ by eager's own rounding noise; in
+    float64 they agree. ``factor`` != 1.01 under export is a real error."""
+
+    def __init__(self, factor: float = 1.01) -> None:
+        super().__init__()
+        self.factor = factor
+
+    def forward(self, x):
+        if _exporting():
+            return (x.float() * (self.factor**30)).to(x.dtype)
+        for _ in range(30):
+            x = x * 1.01
         return x
 
 

@@ -144,7 +144,7 @@ def _user_inputs(records: dict[str, CaptureRecord]) -> Table:
 
 def _outputs(case: Case, records: dict[str, CaptureRecord]) -> Table:
     """One call of each capture's first way of running, against the first capture's."""
-    tolerance = Tolerance(case.expect.parity.atol, case.expect.parity.rtol)
+    tolerance = Tolerance.of_case(case)
     outputs = {}
     cells = {}
     for capture, record in records.items():

@@ -23,7 +23,7 @@ import torch
 
 from pytest_exportcheck.capture.export import ProgramRecord
 from pytest_exportcheck.capture.record import CaptureRecord
-from pytest_exportcheck.checks.listdiff import list_diff, partition_differences
+from pytest_exportcheck.checks.listdiff import partition_differences, side_by_side
 from pytest_exportcheck.compare import EXACT, Tolerance, compare_trees
 from pytest_exportcheck.failures import ExportCheckWarning, describe_exception
 from pytest_exportcheck.runs import run_steps
@@ -59,7 +59,7 @@ def _module_names(case: Case, eager: torch.nn.Module, unflat: torch.nn.Module) -
         return []
     return [
         f"module FQNs after unflatten differ from {source}:\n"
-        + list_diff(expected, actual, names=("expected", "unflattened"))
+        + side_by_side(expected, actual, names=("expected", "unflattened"))
     ]
 
 
@@ -150,7 +150,7 @@ def _call_counts(record: ProgramRecord, unflat: torch.nn.Module) -> list[str]:
 
 
 def _outputs(case: Case, record: ProgramRecord, unflat: torch.nn.Module) -> list[str]:
-    tolerance = Tolerance(case.expect.parity.atol, case.expect.parity.rtol)
+    tolerance = Tolerance.of_case(case)
     try:
         (step,) = run_steps(unflat, record.subject.inputs_copy(), steps=1, seed=case.seed)
     except Exception as exc:

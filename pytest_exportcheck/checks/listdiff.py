@@ -12,6 +12,33 @@ def list_diff(expected: list[str], actual: list[str], *, names: tuple[str, str])
     return "\n".join(lines)
 
 
+def side_by_side(expected: list[str], actual: list[str], *, names: tuple[str, str]) -> str:
+    """Expected and actual in two columns, lined up; the first column marks each row::
+
+          expected                       | actual [export]
+          p_fc1_weight: parameter -> ... | p_fc1_weight: parameter -> ...
+        + (missing)                      | p_fc1_bias: parameter -> fc1.bias
+        ! x: user_input -> args[0]       | x: user_input -> args[1]
+
+    ``-`` only expected, ``+`` only actual, ``!`` a row that differs.
+    """
+    rows: list[tuple[str, str, str]] = []
+    matcher = difflib.SequenceMatcher(a=expected, b=actual, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        left, right = expected[i1:i2], actual[j1:j2]
+        if tag == "equal":
+            rows += [(" ", a, b) for a, b in zip(left, right, strict=True)]
+            continue
+        paired = min(len(left), len(right)) if tag == "replace" else 0
+        rows += [("!", left[k], right[k]) for k in range(paired)]
+        rows += [("-", a, "") for a in left[paired:]]
+        rows += [("+", "", b) for b in right[paired:]]
+    width = max([len(names[0]), *(len(a) for _, a, _ in rows)])
+    lines = [f"  {names[0]:<{width}} | {names[1]}"]
+    lines += [f"{mark} {a:<{width}} | {b}".rstrip() for mark, a, b in rows]
+    return "\n".join(lines)
+
+
 def partition_differences(
     eager: dict[str, Any], other: dict[str, Any], *, merged: str, split: str
 ) -> list[str]:

@@ -22,7 +22,7 @@ def check_moved(case: Case, record: CaptureRecord) -> list[str]:
         raise TypeError(f"moved needs an ExportedProgram; {record.capture} gives none")
     subject = record.subject
     steps = case.expect.parity.steps
-    tolerance = Tolerance(case.expect.parity.atol, case.expect.parity.rtol)
+    tolerance = Tolerance.of_case(case)
     inputs = subject.inputs_copy()
     label = f"moved to {record.device}"
     try:

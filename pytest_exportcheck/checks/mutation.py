@@ -81,7 +81,7 @@ def _recorded_mutations(case: Case, record: CaptureRecord, recorded: Mutations) 
 def _stepped_runs(case: Case, record: CaptureRecord) -> list[str]:
     subject = record.subject
     steps = case.expect.mutation_steps
-    tolerance = Tolerance(case.expect.parity.atol, case.expect.parity.rtol)
+    tolerance = Tolerance.of_case(case)
     inputs = subject.inputs_copy()
     try:
         eager_steps = subject.eager_steps(steps)

@@ -12,7 +12,9 @@ calls (state-carrying models are compared after each). Outputs must have the
 same pytree structure, dtypes and shapes, and values within tolerance (the
 ``torch.testing.assert_close`` per-dtype defaults unless the case sets
 ``atol``/``rtol``). A failure names the output leaf, the max abs and rel error,
-the worst index, the mismatched/total count and the tolerance used, and ends
+the worst index, the mismatched/total count and the tolerance used (and, for
+the ``fp64`` and ``cosine`` policies of ``tolerance.py``, the numbers that
+policy compared — ``fp64`` against a float64 eager run), and ends
 with where the outputs start to differ (``localize.py``): the first submodule
 whose output diverges while its inputs agree.
 """
@@ -34,13 +36,14 @@ from pytest_exportcheck.spec import Case
 
 def check_parity(case: Case, record: CaptureRecord) -> list[str]:
     subject = record.subject
-    tolerance = Tolerance(case.expect.parity.atol, case.expect.parity.rtol)
+    tolerance = Tolerance.of_case(case)
     steps = case.expect.parity.steps
     inputs = subject.inputs_copy()
     try:
         eager_steps = subject.eager_steps(steps)
     except Exception as exc:
         return [describe_exception(exc, context="eager raised")]
+    references = subject.fp64_steps(steps) if tolerance.needs_fp64_reference else None
     findings: list[str] = []
     diverged = False
     for runnable in record.runnables():
@@ -53,9 +56,11 @@ def check_parity(case: Case, record: CaptureRecord) -> list[str]:
             continue
         for index, (want, got) in enumerate(zip(eager_steps, runs, strict=True), start=1):
             root = f"step {index}: output" if steps > 1 else "output"
+            reference = references[index - 1].output if references else None
             problems = compare_trees(
-                want.output, got.output, tolerance=tolerance, root=root, names=("eager", label)
-            )
+                want.output, got.output, tolerance=tolerance, root=root,
+                names=("eager", label), reference=reference,
+            )  # fmt: skip
             diverged = diverged or bool(problems)
             findings += problems
     if isinstance(record, JointRecord):

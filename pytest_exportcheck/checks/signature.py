@@ -36,7 +36,7 @@ from pytest_exportcheck.capture.record import (
     named_tensors,
     tensor_at,
 )
-from pytest_exportcheck.checks.listdiff import list_diff, partition_differences
+from pytest_exportcheck.checks.listdiff import partition_differences, side_by_side
 from pytest_exportcheck.spec import Case
 
 
@@ -248,7 +248,7 @@ def _expected_placeholders(case: Case, record: CaptureRecord) -> list[str]:
     where = f" ({case.at(case.expect.placeholders_line)})"
     return [
         f"placeholders differ from expect.placeholders{where}:\n"
-        + list_diff(wanted, actual, names=("expected", f"actual [{record.capture}]"))
+        + side_by_side(wanted, actual, names=("expected", f"actual [{record.capture}]"))
     ]
 
 

@@ -55,12 +55,26 @@ class ExpectedPlaceholder:
 
 
 @dataclass(frozen=True)
+class ToleranceOverride:
+    """Policy fields for outputs of one dtype and/or device (see ``tolerance.py``)."""
+
+    dtype: str | None
+    device: str | None
+    fields: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class ParityTolerance:
     """``None`` means: the per-dtype default of ``torch.testing.assert_close``."""
 
     atol: float | None = None
     rtol: float | None = None
     steps: int = DEFAULT_PARITY_STEPS
+    policy: str = "allclose"
+    max_mismatch: float = 0.0
+    fp64_multiplier: float = 2.0
+    cosine: float = 0.99
+    overrides: tuple[ToleranceOverride, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from pytest_exportcheck.spec.case import (
     ExpectSpec,
     ModelSpec,
     ParityTolerance,
+    ToleranceOverride,
     XfailSpec,
 )
 from pytest_exportcheck.spec.errors import SpecError
@@ -223,6 +224,11 @@ def _build_case(name: str, line: int, raw: dict[str, Any], path: Path) -> Case:
                 atol=parity.get("atol"),
                 rtol=parity.get("rtol"),
                 steps=parity.get("steps", DEFAULT_PARITY_STEPS),
+                policy=parity.get("policy", "allclose"),
+                max_mismatch=float(parity.get("max_mismatch", 0.0)),
+                fp64_multiplier=float(parity.get("fp64_multiplier", 2.0)),
+                cosine=float(parity.get("cosine", 0.99)),
+                overrides=tuple(_override(o) for o in parity.get("overrides", [])),
             ),
             mutation_steps=expect.get("mutation", {}).get("steps", DEFAULT_MUTATION_STEPS),
             accepted_differences=tuple(
@@ -244,6 +250,22 @@ def _build_case(name: str, line: int, raw: dict[str, Any], path: Path) -> Case:
             if applies(x)
         ),
     )
+
+
+# YAML accepts torch's dtype aliases; overrides compare canonical names.
+_CANONICAL_DTYPES = {
+    "float": "float32",
+    "double": "float64",
+    "half": "float16",
+    "long": "int64",
+    "int": "int32",
+}
+
+
+def _override(raw: dict[str, Any]) -> ToleranceOverride:
+    dtype = raw.get("dtype")
+    fields = {k: v for k, v in raw.items() if k not in ("dtype", "device")}
+    return ToleranceOverride(_CANONICAL_DTYPES.get(dtype, dtype), raw.get("device"), fields)
 
 
 def _placeholders(raw: Any) -> Any:

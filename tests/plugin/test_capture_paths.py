@@ -213,3 +213,19 @@ def test_a_dynamo_placeholder_nothing_explains_is_reported(project: pytest.Pytes
     result.stdout.fnmatch_lines(
         ["*placeholder 'L_self_modules_a_parameters_weight_' has kind 'unknown'*"]
     )
+
+
+def test_very_verbose_shows_the_graph_around_a_wrong_mapping(project: pytest.Pytester) -> None:
+    write_cases(project, TWIN.format(captures="export"))
+    inject(project, SWAP_MAPPINGS, capture="export")
+    result = project.runpytest("--exportcheck", "-k", "signature", "-vv")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "graph excerpt (export: the nodes named above and their users):",
+            "%p_a_weight : * = placeholder[[]target=p_a_weight[]]",
+            "    %linear : * = call_function[[]target=torch.ops.aten.linear.default[]]*",
+        ]
+    )
+    quiet = project.runpytest("--exportcheck", "-k", "signature")
+    assert "graph excerpt" not in quiet.stdout.str()

@@ -62,9 +62,10 @@ def test_expected_modules_mismatch_shows_a_diff(project: pytest.Pytester) -> Non
     result.stdout.fnmatch_lines(
         [
             "*module FQNs after unflatten differ from expect.modules (cases/main.yaml:6):",
-            "*--- expected",
-            "*+++ unflattened",
-            "*-act",
+            "*  expected | unflattened",
+            "*  fc1      | fc1",
+            "*- act      |",
+            "*  fc2      | fc2",
         ]
     )
 
@@ -89,7 +90,7 @@ def test_missing_submodule_and_state(project: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(
         [
             "*module FQNs after unflatten differ from the eager module tree:",
-            "*-fc2",
+            "*- fc2      |",
             "*state_dict keys missing after unflatten: fc2.weight, fc2.bias",
         ]
     )

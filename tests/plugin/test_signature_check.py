@@ -44,10 +44,10 @@ def test_expected_placeholders_mismatch_shows_a_diff(
     result.stdout.fnmatch_lines(
         [
             "*placeholders differ from expect.placeholders (cases/main.yaml:7):",
-            "*--- expected",
-            "*+++ actual [[]export[]]",
-            "*+p_fc1_bias: parameter -> fc1.bias",
-            "*+p_fc2_bias: parameter -> fc2.bias",
+            "*  expected * | actual [[]export[]]",
+            "*  p_fc1_weight: parameter -> fc1.weight | p_fc1_weight: parameter -> fc1.weight",
+            "*+ * | p_fc1_bias: parameter -> fc1.bias",
+            "*+ * | p_fc2_bias: parameter -> fc2.bias",
         ]
     )
 
