@@ -67,7 +67,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         metavar="BASELINE.json",
         help="compare this run with a report written by --exportcheck-report: regressions, "
-        "fixes and changed recorded expectations.",
+        "fixes and changed recorded expectations. Give it as --exportcheck-compare=PATH (pytest "
+        "reads a separate existing path as a test path when it picks its rootdir).",
     )
     group.addoption(
         "--exportcheck-fail-on-regression",
