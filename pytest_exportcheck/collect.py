@@ -145,6 +145,7 @@ class CheckItem(pytest.Item):
         from pytest_exportcheck.devices import unavailable_reason
         from pytest_exportcheck.failures import CheckFailure, ExportCheckError, InternalError, Note
         from pytest_exportcheck.isolation import seeded
+        from pytest_exportcheck.stages import time_limit
 
         if self.case.requires_torch and not compat.satisfies(self.case.requires_torch):
             _skip_here(
@@ -160,7 +161,8 @@ class CheckItem(pytest.Item):
         try:
             # One fork of the RNG per item: runs inside reseed freely, and the
             # user's own tests in this session get their RNG state back.
-            with seeded(self.case.seed), tracking_errors() as errors:
+            limit = time_limit(self._seconds_allowed(), self._describe_timeout)
+            with seeded(self.case.seed), tracking_errors() as errors, limit:
                 try:
                     findings = self._check()
                 finally:
@@ -174,6 +176,19 @@ class CheckItem(pytest.Item):
         if any(not isinstance(f, Note) for f in findings):
             raise CheckFailure(self.check, findings)
 
+    def _seconds_allowed(self) -> float:
+        """Seconds this item may take: the case's ``timeout``, else the option / ini value."""
+        if self.case.timeout is not None:
+            return float(self.case.timeout)
+        return float(self._session.timeout)
+
+    def _describe_timeout(self, stage: str) -> str:
+        source = "the case's timeout" if self.case.timeout is not None else "exportcheck_timeout"
+        return (
+            f"{self.case.location}: still in the {stage} stage after {self._seconds_allowed():g} s "
+            f"({source}); stopped, the rest of the run goes on"
+        )
+
     def _capture_unavailable(self) -> str | None:
         from pytest_exportcheck.capture import unavailable
         from pytest_exportcheck.capture.moved import moved_unavailable
@@ -185,12 +200,14 @@ class CheckItem(pytest.Item):
 
     def _check(self) -> list[str]:
         from pytest_exportcheck.checks import CHECKS
+        from pytest_exportcheck.stages import stage
 
         record = self._session.record_for(self)
         self._set_property("exportcheck_capture_seconds", round(record.seconds, 4))
-        if self.check == "recorded":
-            return self._recorded(record)
-        return CHECKS[self.check](self.case, record)
+        with stage(self.check):
+            if self.check == "recorded":
+                return self._recorded(record)
+            return CHECKS[self.check](self.case, record)
 
     def _recorded(self, record: Any) -> list[str]:
         from pytest_exportcheck.checks.recorded import check_recorded, observe
@@ -224,9 +241,10 @@ class CheckItem(pytest.Item):
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         from pytest_exportcheck.failures import ExportCheckError
+        from pytest_exportcheck.stages import StageTimeout
 
         error = excinfo.value
-        if not isinstance(error, ExportCheckError):
+        if not isinstance(error, (ExportCheckError, StageTimeout)):
             return super().repr_failure(excinfo, style=style)
         self._set_property("exportcheck_stage", error.stage)
         where = f"{self.case.location}: case {self.case.name}, {self.capture} on {self.device}"

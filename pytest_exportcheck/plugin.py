@@ -48,6 +48,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "caused it; long: also the full traceback (as -vv does).",
     )
     group.addoption(
+        "--exportcheck-timeout",
+        dest="exportcheck_timeout",
+        default=None,
+        metavar="SECONDS",
+        help="time limit per item (0: none); overrides the exportcheck_timeout ini option. "
+        "A case's `timeout:` overrides both.",
+    )
+    group.addoption(
         "--exportcheck-update",
         action="store_true",
         default=False,
@@ -89,6 +97,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=DEFAULT_CASE_PATHS,
         help="directories holding YAML cases (default: cases). With --exportcheck and no "
         "paths on the command line, these are collected instead of testpaths.",
+    )
+    parser.addini(
+        "exportcheck_timeout",
+        default="600",
+        help="seconds an item (building, eager, capture, check) may take before it fails as "
+        "[timeout] naming the stage (default 600; 0: no limit).",
     )
     parser.addini(
         "exportcheck_cache_size",

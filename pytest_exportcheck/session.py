@@ -26,6 +26,7 @@ from pytest_exportcheck.devices import (
     parse_request,
     select,
 )
+from pytest_exportcheck.stages import StageTimeout, stage
 
 if TYPE_CHECKING:
     from pytest_exportcheck.capture import CaptureRecord
@@ -42,7 +43,7 @@ WORKER_RECORDINGS = "exportcheck_recordings"  # workeroutput key: observations f
 class _Failed:
     """A memoized failure of a stage, and the node that reported it in full."""
 
-    def __init__(self, error: ExportCheckError, reported_by: str) -> None:
+    def __init__(self, error: ExportCheckError | StageTimeout, reported_by: str) -> None:
         self.error = error
         self.reported_by = reported_by
 
@@ -95,6 +96,13 @@ class ExportCheckSession:
                 f"not {config.getini('exportcheck_cache_size')!r}"
             ) from None
         self.devices = DeviceSelection(config)
+        timeout = config.getoption("exportcheck_timeout") or config.getini("exportcheck_timeout")
+        try:
+            self.timeout = max(0.0, float(timeout))
+        except ValueError:
+            raise pytest.UsageError(
+                f"exportcheck_timeout must be a number of seconds, not {timeout!r}"
+            ) from None
         from pytest_exportcheck.compat import torch_minor
         from pytest_exportcheck.recording import RecordingStore
 
@@ -207,8 +215,9 @@ class ExportCheckSession:
         cached = self._captures.get(key)
         if cached is None:
             try:
-                cached = capture(name, subject)
-            except ExportCheckError as exc:
+                with stage("capture"):
+                    cached = capture(name, subject)
+            except (ExportCheckError, StageTimeout) as exc:
                 cached = _Failed(exc, item.nodeid)
             self._captures[key] = cached
             while len(self._captures) > self.max_captures:
@@ -232,9 +241,11 @@ class ExportCheckSession:
         cached = self._subjects.get(key)
         if cached is None:
             try:
-                cached = Subject(item.case, device)
-                cached.eager  # noqa: B018 - an eager forward that raises is a case error
-            except ExportCheckError as exc:
+                with stage("case"):
+                    cached = Subject(item.case, device)
+                with stage("eager"):
+                    cached.eager  # noqa: B018 - an eager forward that raises is a case error
+            except (ExportCheckError, StageTimeout) as exc:
                 cached = _Failed(exc, item.nodeid)
             self._subjects[key] = cached
             # Subjects are bounded like captures: an xdist worker's counts include

@@ -288,6 +288,31 @@ class Compounding(nn.Module):
         return x
 
 
+class HangsInForward(nn.Module):
+    """Eager never returns (a Python loop the time limit can interrupt)."""
+
+    def forward(self, x):
+        import time
+
+        while True:
+            time.sleep(0.01)
+
+
+class HangsWhileExported(nn.Module):
+    """Eager is fine; tracing for export never returns."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        import time
+
+        while _exporting():
+            time.sleep(0.01)
+        return self.lin(x)
+
+
 def not_a_module():
     return 42
 

@@ -211,6 +211,7 @@ def _build_case(name: str, line: int, raw: dict[str, Any], path: Path) -> Case:
         devices=tuple(raw["devices"]) if "devices" in raw else None,
         loss_output=raw.get("loss_output"),
         requires_torch=raw.get("torch"),
+        timeout=raw.get("timeout"),
         expect=ExpectSpec(
             placeholders=_placeholders(placeholders),
             placeholders_line=_key_line(expect, "placeholders"),

@@ -317,7 +317,7 @@ def test_unknown_case_key_suggests_the_closest_one(tmp_path):
     assert "unknown key 'captrues' in cases.a (did you mean 'captures'?)" in error.message
     assert (
         "allowed: captures, checks, description, devices, expect, inputs, loss_output, model, seed, "
-        "torch, when, xfail" in (error.message)
+        "timeout, torch, when, xfail" in (error.message)
     )
 
 
