@@ -29,6 +29,7 @@ import functools
 import inspect
 import re
 import time
+from functools import cached_property
 from typing import Any
 
 import torch
@@ -174,12 +175,22 @@ class GraphRecord(CaptureRecord):
         self.state_module = state_module if state_module is not None else self.graph_module
 
     def state_tensor(self, fqn: str) -> torch.Tensor | None:
-        for p in self.placeholders:
-            if p.target == fqn and isinstance(self.fed.get(p.name), torch.Tensor):
-                return self.fed[p.name]
+        fed = self._fed_by_target.get(fqn)
+        if fed is not None:
+            return fed
         # State forward never reads: the dynamo graph module still holds its
         # root's submodules; a legacy one registered only what the graph reads.
         return tensor_at(self.graph_module, fqn)
+
+    @cached_property
+    def _fed_by_target(self) -> dict[str, torch.Tensor]:
+        """The first placeholder's tensor per target (one dict, not a scan per lookup)."""
+        found: dict[str, torch.Tensor] = {}
+        for p in self.placeholders:
+            value = self.fed.get(p.name)
+            if p.target is not None and isinstance(value, torch.Tensor):
+                found.setdefault(p.target, value)
+        return found
 
     def fed_tensor(self, placeholder: Placeholder) -> torch.Tensor | None:
         value = self.fed.get(placeholder.name)

@@ -18,6 +18,7 @@ The graph has no module hierarchy, so ``hierarchy`` is not applicable.
 from __future__ import annotations
 
 import time
+from functools import cached_property
 from typing import Any
 
 import torch
@@ -126,10 +127,13 @@ class JointRecord(CaptureRecord):
 
     def fed_tensor(self, placeholder: Placeholder) -> torch.Tensor | None:
         """By the convention, not by the signature: position i gets the i-th module tensor."""
+        return self._fed_by_name.get(placeholder.name)
+
+    @cached_property
+    def _fed_by_name(self) -> dict[str, torch.Tensor]:
+        # Placeholder names and positions, not targets: what the convention binds.
         names = [p.name for p in self.placeholders]
-        state = _state_in_order(self.model)
-        index = names.index(placeholder.name)
-        return state[index] if index < len(state) else None
+        return dict(zip(names, _state_in_order(self.model), strict=False))
 
     def mutations(self) -> Mutations:
         signature = self.signature

@@ -59,7 +59,7 @@ def check_recorded(
     record: CaptureRecord,
     recording: Recording,
     minor: str,
-    observation: dict[str, Any] | None = None,
+    observation: dict[str, Any],
 ) -> list[str] | str:
     """Findings, or (a string) why there is nothing recorded to compare with."""
     reference = recording.reference(minor)
@@ -77,8 +77,7 @@ def check_recorded(
         if section_minor == minor
         else f"changed since torch {section_minor} (no recording for torch {minor} yet)"
     )
-    observed = observation if observation is not None else observe(record)
-    return compare(expected, observed, since=since, where=where)
+    return compare(expected, observation, since=since, where=where)
 
 
 def compare(
