@@ -145,6 +145,7 @@ class CheckItem(pytest.Item):
         from pytest_exportcheck.devices import unavailable_reason
         from pytest_exportcheck.failures import CheckFailure, ExportCheckError, InternalError, Note
         from pytest_exportcheck.isolation import seeded
+        from pytest_exportcheck.spec.requirements import unmet
         from pytest_exportcheck.stages import time_limit
 
         if self.case.requires_torch and not compat.satisfies(self.case.requires_torch):
@@ -152,6 +153,9 @@ class CheckItem(pytest.Item):
                 f"the case needs torch {self.case.requires_torch}; "
                 f"installed: {compat.torch_version()}"
             )
+        reason = unmet(self.case.requires)
+        if reason is not None:
+            _skip_here(reason)
         reason = not_applicable(self.check, self.capture, self.device)
         if reason is not None:
             _skip_here(f"not applicable: {reason}")

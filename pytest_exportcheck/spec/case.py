@@ -142,6 +142,8 @@ class Case:
     loss_output: int | None = None
     # A PEP 440 specifier the installed torch must satisfy for the case to run.
     requires_torch: str | None = None
+    # PEP 508 requirements on other distributions (`requires:`); unmet → skipped.
+    requires: tuple[str, ...] = ()
     # Seconds each item of the case may take (None: the run's exportcheck_timeout).
     timeout: float | None = None
     xfails: tuple[XfailSpec, ...] = ()

@@ -31,6 +31,7 @@ from pytest_exportcheck.spec.case import (
     XfailSpec,
 )
 from pytest_exportcheck.spec.errors import SpecError
+from pytest_exportcheck.spec.requirements import requirement_problems
 from pytest_exportcheck.spec.semantics import semantic_errors
 from pytest_exportcheck.spec.versions import applies, resolve_when, specifier_problems
 from pytest_exportcheck.spec.yaml_lines import LineDict, line_of, load_yaml
@@ -119,7 +120,7 @@ def load_case_file(path: Path) -> list[LoadedCase]:
             error = _to_spec_error(_best(case_errors), document, path)
             loaded.append(LoadedCase(name, line, error=error))
             continue
-        problems = list(specifier_problems(raw))
+        problems = [*specifier_problems(raw), *requirement_problems(raw)]
         resolved = raw if problems else resolve_when(raw)
         problems = problems or semantic_errors(resolved)
         if problems:
@@ -211,6 +212,7 @@ def _build_case(name: str, line: int, raw: dict[str, Any], path: Path) -> Case:
         devices=tuple(raw["devices"]) if "devices" in raw else None,
         loss_output=raw.get("loss_output"),
         requires_torch=raw.get("torch"),
+        requires=tuple(raw.get("requires", ())),
         timeout=raw.get("timeout"),
         expect=ExpectSpec(
             placeholders=_placeholders(placeholders),
