@@ -162,6 +162,8 @@ class CheckItem(pytest.Item):
         reason = unavailable_reason(self.device) or self._capture_unavailable()
         if reason is not None:
             _skip_here(reason)
+        # Under xdist: where this worker is, should the model kill it (crashes.py).
+        self._session.breadcrumb.start(self.nodeid, self.case.location, self.user_properties)
         try:
             # One fork of the RNG per item: runs inside reseed freely, and the
             # user's own tests in this session get their RNG state back.
@@ -208,7 +210,7 @@ class CheckItem(pytest.Item):
 
         record = self._session.record_for(self)
         self._set_property("exportcheck_capture_seconds", round(record.seconds, 4))
-        with stage(self.check):
+        with stage(self.check), self._session.breadcrumb.at(self.check):
             if self.check == "recorded":
                 return self._recorded(record)
             return CHECKS[self.check](self.case, record)

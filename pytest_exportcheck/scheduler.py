@@ -23,6 +23,7 @@ import pytest
 from xdist.scheduler import LoadScopeScheduling
 
 from pytest_exportcheck.collect import split_item_name
+from pytest_exportcheck.crashes import Breadcrumb, CrashLog
 from pytest_exportcheck.devices import KNOWN_KINDS, is_accelerator
 
 # --dist modes that only ask "balance the load"; `each` and `no` mean something else.
@@ -32,7 +33,8 @@ BALANCING_MODES = ("load", "loadscope", "loadfile", "loadgroup", "worksteal")
 def make_scheduler(config: pytest.Config, log: Any) -> DeviceAwareScheduling | None:
     if not config.getoption("exportcheck") or config.getoption("dist") not in BALANCING_MODES:
         return None
-    return DeviceAwareScheduling(config, log)
+    session = config.pluginmanager.get_plugin("exportcheck-session")
+    return DeviceAwareScheduling(config, log, session.crash_log if session else None)
 
 
 def unit_of(nodeid: str, compared: frozenset[str] = frozenset()) -> tuple[str, str | None]:
@@ -62,8 +64,11 @@ def compared_units(nodeids: list[str]) -> frozenset[str]:
 
 
 class DeviceAwareScheduling(LoadScopeScheduling):
-    def __init__(self, config: pytest.Config, log: Any = None) -> None:
+    def __init__(
+        self, config: pytest.Config, log: Any = None, crash_log: CrashLog | None = None
+    ) -> None:
         super().__init__(config, log)
+        self.crash_log = crash_log
         self.share_accelerators = bool(config.getoption("exportcheck_share_gpus"))
         self.owners: dict[str, Any] = {}
         self._compared: frozenset[str] | None = None
@@ -123,6 +128,14 @@ class DeviceAwareScheduling(LoadScopeScheduling):
         self._assign_work_unit(node)
 
     def remove_node(self, node: Any) -> str | None:
+        """A worker finished or died; a dead one's unfinished units go back to the queue.
+
+        Unlike ``LoadScopeScheduling.remove_node``, the item it died on is marked
+        done (xdist reports it as crashed) instead of being handed to the next
+        worker to die on, and what it condemned is logged *before* any unit is
+        handed out again, so no worker builds that subject or capture again
+        (see ``crashes.py``).
+        """
         orphaned = [device for device, owner in self.owners.items() if owner is node]
         survivors = [n for n in self.nodes if n is not node and not n.shutting_down]
         for index, device in enumerate(orphaned):
@@ -130,4 +143,25 @@ class DeviceAwareScheduling(LoadScopeScheduling):
                 self.owners[device] = survivors[index % len(survivors)]
             else:
                 del self.owners[device]
-        return super().remove_node(node)
+        workload = self.assigned_work.pop(node)
+        pending = [
+            (unit, nodeid)
+            for unit, work in workload.items()
+            for nodeid, done in work.items()
+            if not done
+        ]
+        if not pending:
+            return None
+        unit, crashitem = pending[0]
+        if self.crash_log is not None:
+            worker = node.gateway.id
+            crash = Breadcrumb.read(self.crash_log.breadcrumb_path(worker), worker)
+            if crash is not None and crash.nodeid == crashitem:
+                self.crash_log.record(crash)
+        workload[unit][crashitem] = True
+        self.workqueue.update(
+            {unit: work for unit, work in workload.items() if not all(work.values())}
+        )
+        for other in self.assigned_work:
+            self._reschedule(other)
+        return crashitem

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
+from pytest_exportcheck.crashes import Breadcrumb, CrashLog, WorkerCrash
 from pytest_exportcheck.devices import (
     DeviceError,
     discover,
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 Key = tuple[str, ...]
 WORKER_DEVICES = "exportcheck_devices"  # workerinput key: the controller's discovery
 WORKER_RECORDINGS = "exportcheck_recordings"  # workeroutput key: observations for the controller
+WORKER_CRASHES = "exportcheck_crashes"  # workerinput key: the controller's crash log directory
 
 
 class _Failed:
@@ -114,6 +116,14 @@ class ExportCheckSession:
         self._captures: OrderedDict[Key, CaptureRecord | _Failed] = OrderedDict()
         self._remaining: Counter[Key] = Counter()
         self._heap_frozen = False
+        self._node_errors: dict[str, object] = {}
+        workerinput = getattr(config, "workerinput", {})
+        self._crash_log: CrashLog | None = None
+        if WORKER_CRASHES in workerinput:
+            self._crash_log = CrashLog(Path(workerinput[WORKER_CRASHES]))
+        self.breadcrumb = Breadcrumb(
+            self._crash_log.breadcrumb_path(workerinput["workerid"]) if self._crash_log else None
+        )
 
     def is_case_file(self, path: Path) -> bool:
         """YAML under an ``exportcheck_paths`` directory or a path named on the command line."""
@@ -140,12 +150,39 @@ class ExportCheckSession:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        """xdist controller: take a finished worker's observations."""
+        """xdist controller: take a finished worker's observations (and why a dead one died)."""
+        if error:
+            self._node_errors[node.gateway.id] = error
         payload = getattr(node, "workeroutput", {}).get(WORKER_RECORDINGS)
         if payload:
             self.recordings.merge(payload)
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_handlecrashitem(self, crashitem: str, report: Any, sched: Any) -> None:
+        """xdist controller: say what the dead worker was doing, as one of our items."""
+        crash = self.crash_log.by_item.get(crashitem)
+        if crash is None:  # it died outside an exportcheck item: xdist's report stands
+            return
+        report.longrepr = f"[crashed] {crash.describe(self._node_errors.get(crash.worker))}"
+        report.user_properties = [*crash.properties, ("exportcheck_stage", "crashed")]
+        path, _, line = crash.location.rpartition(":")
+        if line.isdigit():
+            report.location = (path, int(line) - 1, crashitem.split("::", 1)[-1])
+
+    @property
+    def crash_log(self) -> CrashLog:
+        """The controller's crash log, made on first use (only xdist runs need one)."""
+        if self._crash_log is None:
+            import tempfile
+
+            self._crash_log = CrashLog(Path(tempfile.mkdtemp(prefix="exportcheck-crashes-")))
+        return self._crash_log
+
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self._crash_log is not None and not hasattr(self.config, "workerinput"):
+            import shutil
+
+            shutil.rmtree(self._crash_log.directory, ignore_errors=True)
         workeroutput = getattr(self.config, "workeroutput", None)
         if workeroutput is not None:  # an xdist worker: the controller writes
             workeroutput[WORKER_RECORDINGS] = self.recordings.payload()
@@ -164,7 +201,8 @@ class ExportCheckSession:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
-        """xdist controller: hand every worker the same device list."""
+        """xdist controller: hand every worker the same device list, and the crash log."""
+        node.workerinput[WORKER_CRASHES] = str(self.crash_log.directory)
         if self.devices.needs_discovery:  # else the controller need not import torch at all
             node.workerinput[WORKER_DEVICES] = ",".join(self.devices.discovered)
 
@@ -201,7 +239,7 @@ class ExportCheckSession:
                 continue
             try:
                 records[name] = self._capture(item, item.device, name)
-            except CaptureError as exc:
+            except (CaptureError, WorkerCrash) as exc:
                 left_out[name] = exc.headline
         return records, left_out
 
@@ -215,7 +253,8 @@ class ExportCheckSession:
         cached = self._captures.get(key)
         if cached is None:
             try:
-                with stage("capture"):
+                self._raise_if_crashed(key)
+                with stage("capture"), self.breadcrumb.at("capture", key):
                     cached = capture(name, subject)
             except (ExportCheckError, StageTimeout) as exc:
                 cached = _Failed(exc, item.nodeid)
@@ -241,9 +280,10 @@ class ExportCheckSession:
         cached = self._subjects.get(key)
         if cached is None:
             try:
-                with stage("case"):
+                self._raise_if_crashed(key)
+                with stage("case"), self.breadcrumb.at("case", key):
                     cached = Subject(item.case, device)
-                with stage("eager"):
+                with stage("eager"), self.breadcrumb.at("eager", key):
                     cached.eager  # noqa: B018 - an eager forward that raises is a case error
             except (ExportCheckError, StageTimeout) as exc:
                 cached = _Failed(exc, item.nodeid)
@@ -255,6 +295,12 @@ class ExportCheckSession:
         if isinstance(cached, _Failed):
             cached.raise_for(item)
         return cached
+
+    def _raise_if_crashed(self, key: Key) -> None:
+        """A subject or capture that killed a worker before is not built again."""
+        crashed = self._crash_log.find(key) if self._crash_log is not None else None
+        if crashed is not None:
+            raise crashed
 
     def release(self, item: CheckItem) -> None:
         """Drop subjects and captures once no collected item needs them any more."""

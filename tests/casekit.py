@@ -298,6 +298,30 @@ class HangsInForward(nn.Module):
             time.sleep(0.01)
 
 
+class AbortsInForward(nn.Module):
+    """Kills its process in eager (a stand-in for a segfaulting kernel)."""
+
+    def forward(self, x):
+        import os
+
+        os.abort()
+
+
+class AbortsWhileExported(nn.Module):
+    """Eager is fine; tracing for export kills the process."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        import os
+
+        if _exporting():
+            os.abort()
+        return self.lin(x)
+
+
 class HangsWhileExported(nn.Module):
     """Eager is fine; tracing for export never returns."""
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
+from pytest_exportcheck.crashes import Breadcrumb, CrashLog
 from pytest_exportcheck.scheduler import DeviceAwareScheduling, compared_units, unit_of
 
 CHECKS = ("signature", "hierarchy", "mutation", "parity")
@@ -154,3 +156,30 @@ def test_a_case_compared_across_captures_is_one_unit_per_device() -> None:
     units = {unit_of(nodeid, compared)[0] for nodeid in collection}
     # lm's captures meet in its consistency item; mlp keeps one unit per capture.
     assert units == {"cases/a.yaml::lm::[cpu]", "cases/a.yaml::mlp::[export-cpu]"}
+
+
+def test_the_item_a_worker_died_on_is_not_handed_out_again(tmp_path: Path) -> None:
+    log = CrashLog(tmp_path)
+    scheduler = DeviceAwareScheduling(FakeConfig(2), crash_log=log)  # type: ignore[arg-type]
+    first, second = FakeWorker("gw0"), FakeWorker("gw1")
+    for node in (first, second):
+        scheduler.add_node(node)
+    for node in (first, second):
+        scheduler.add_node_collection(node, COLLECTION)
+    scheduler.schedule()
+    victim, survivor = (first, second) if first.sent else (second, first)
+    died_on = COLLECTION[victim.sent[0]]
+    case = died_on.split("::")[1]
+    trail = Breadcrumb(log.breadcrumb_path(victim.gateway.id))
+    trail.start(died_on, "cases/a.yaml:1", [])
+    with trail.at("eager", ("cases/a.yaml", case, "cpu")):
+        assert scheduler.remove_node(victim) == died_on
+
+    pending = {
+        nodeid for unit in scheduler.workqueue.values() for nodeid, done in unit.items() if not done
+    }
+    still_to_run = pending | {COLLECTION[i] for i in survivor.sent}
+    assert died_on not in still_to_run
+    assert set(nodeids(case, "cpu")) - {died_on} <= still_to_run  # the rest of its unit
+    assert log.find(("cases/a.yaml", case, "cpu")) is not None
+    assert log.by_item[died_on].stage == "eager"

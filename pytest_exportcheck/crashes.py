@@ -1,0 +1,178 @@
+"""Surviving a worker that dies: where it was, and what not to run again.
+
+A model can kill the process it runs in: ``os.abort()`` in ``forward``, a
+segfault in a kernel, the OOM killer. Without pytest-xdist that ends the run
+(pytest's faulthandler prints where). Under xdist the controller sees the
+worker die, reports the item it was running as failed and starts a
+replacement, and left alone it would hand the same item, and then the rest
+of its case, to the replacement, which dies too, until
+``--max-worker-restart`` is used up and the rest of the run is lost. So:
+
+* each worker keeps a :class:`Breadcrumb`: the item and the stage it is in,
+  and the subject or capture it is building, in a file that outlives it;
+* when a worker dies, the scheduler reads that file, marks the item that
+  crashed as done (xdist has reported it as failed) and writes to the
+  :class:`CrashLog`, a directory every worker reads, which subject or capture
+  crashed: a crash while building or running eager condemns the case on that
+  device, a crash inside a capture condemns that capture, and a crash inside
+  a check only its own item;
+* workers look a subject or capture up in the log before building it, and
+  fail the items that need a condemned one at once, as ``[crashed]``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_exportcheck.atomic import write_atomically
+from pytest_exportcheck.failures import ExportCheckError
+
+Key = tuple[str, ...]
+
+# Where a worker that died was, by the stage it was in: which cached object the
+# crash condemns. A stage not listed (a check, setup) condemns only its item.
+CONDEMNING_STAGES = ("case", "eager", "capture")
+
+
+class WorkerCrash(ExportCheckError):
+    """An item not run because its case or capture killed a worker before."""
+
+    stage = "crashed"
+
+    def as_dependency(self, first_reported_by: str) -> ExportCheckError:
+        return self  # the message already names the item that crashed
+
+
+@dataclass(frozen=True)
+class Crash:
+    """What a dead worker was doing, read back from its breadcrumb."""
+
+    worker: str
+    nodeid: str
+    location: str
+    stage: str
+    key: Key | None  # the subject or capture it was building, if any
+    properties: tuple[tuple[str, Any], ...] = ()  # the item's user properties, for reports
+
+    def condemns(self) -> Key | None:
+        return self.key if self.stage in CONDEMNING_STAGES else None
+
+    def describe(self, error: object | None = None) -> str:
+        """The crashed item's own failure text."""
+        died = f"worker {self.worker} died in the {self.stage} stage of this item"
+        if error:
+            died += f" ({str(error).splitlines()[0]})"
+        condemned = self.condemns()
+        if condemned is None:
+            after = "its other items run as usual"
+        elif self.stage == "capture":
+            after = f"the {condemned[-1]} capture's other items on {condemned[2]} are not run"
+        else:
+            after = f"the case's other items on {condemned[2]} are not run"
+        return (
+            f"{self.location}: {died}; the process ended, so no traceback is left "
+            f"(run this case without -n to see Python's fault handler output); {after}; "
+            "the rest of the run goes on"
+        )
+
+
+class Breadcrumb:
+    """A worker's current item and stage, in a file that is still there after it dies.
+
+    One ``pwrite`` per stage: the kernel keeps the bytes even when the process
+    aborts before flushing anything of its own.
+    """
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._fd: int | None = None
+        self._state: dict[str, Any] = {}
+
+    def start(self, nodeid: str, location: str, properties: list[tuple[str, Any]]) -> None:
+        self._state = {"nodeid": nodeid, "location": location, "stage": "setup", "key": None,
+                       "properties": [list(p) for p in properties]}  # fmt: skip
+        self._write()
+
+    @contextmanager
+    def at(self, stage: str, key: Key | None = None) -> Iterator[None]:
+        """Within the block, a crash is one of ``stage`` (building ``key``, if given)."""
+        previous = dict(self._state)
+        self._state.update(stage=stage, key=list(key) if key is not None else None)
+        self._write()
+        try:
+            yield
+        finally:
+            self._state = previous
+            self._write()
+
+    def _write(self) -> None:
+        if self.path is None or not self._state:
+            return
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600)
+        # One line, read up to its newline: stale bytes of a longer earlier
+        # record after it are ignored, so no truncate (a second syscall) is needed.
+        os.pwrite(self._fd, (json.dumps(self._state) + "\n").encode(), 0)
+
+    @staticmethod
+    def read(path: Path, worker: str) -> Crash | None:
+        try:
+            line = path.read_text(encoding="utf-8").split("\n", 1)[0]
+            state = json.loads(line)
+        except (OSError, ValueError):
+            return None  # died before its first item, or the file is gone
+        key = state.get("key")
+        return Crash(
+            worker=worker,
+            nodeid=state["nodeid"],
+            location=state["location"],
+            stage=state["stage"],
+            key=tuple(key) if key is not None else None,
+            properties=tuple((name, value) for name, value in state.get("properties", [])),
+        )
+
+
+class CrashLog:
+    """Subjects and captures that killed a worker, shared by the controller and its workers.
+
+    A directory of one small file per condemned key, written atomically by the
+    controller only; workers read it before building anything.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.by_item: dict[str, Crash] = {}  # controller side: the crashed items
+
+    def breadcrumb_path(self, worker: str) -> Path:
+        return self.directory / f"{worker}.at"
+
+    def record(self, crash: Crash) -> None:
+        self.by_item[crash.nodeid] = crash
+        condemned = crash.condemns()
+        if condemned is not None:
+            entry = {"key": list(condemned), "nodeid": crash.nodeid, "worker": crash.worker,
+                     "stage": crash.stage}  # fmt: skip
+            write_atomically(self._entry(condemned), json.dumps(entry))
+
+    def find(self, key: Key) -> WorkerCrash | None:
+        """The failure for an item that needs ``key``, if ``key`` killed a worker."""
+        try:
+            entry = json.loads(self._entry(key).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        what = f"the {key[-1]} capture" if entry["stage"] == "capture" else "this case"
+        return WorkerCrash(
+            f"not run: {what} killed worker {entry['worker']} in the {entry['stage']} stage "
+            f"on {key[2]} (while running {entry['nodeid']}); running it again would kill "
+            "another worker"
+        )
+
+    def _entry(self, key: Key) -> Path:
+        return self.directory / (hashlib.sha1("\0".join(key).encode()).hexdigest() + ".crash")
