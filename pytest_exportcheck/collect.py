@@ -23,17 +23,30 @@ from pytest_exportcheck.spec import Case, SpecError, load_case_file
 
 class CaseFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
+        session = self.config.pluginmanager.get_plugin("exportcheck-session")
         try:
-            loaded = load_case_file(self.path)
+            loaded = load_case_file(self.path, session.max_elements)
         except SpecError as error:
             yield BrokenCaseItem.from_parent(self, name="load", error=error)
             return
         for entry in loaded:
             if entry.error is not None:
                 yield BrokenCaseItem.from_parent(self, name=entry.name, error=entry.error)
-            else:
-                assert entry.case is not None
-                yield CaseNode.from_parent(self, name=entry.name, case=entry.case)
+                continue
+            assert entry.case is not None
+            # -k, the matrix, recordings and reports speak of cases by name.
+            first = session.case_names.setdefault(entry.name, entry.case.location)
+            if first != entry.case.location:
+                error = SpecError(
+                    f"case name {entry.name!r} is already used at {first}; case names are "
+                    "unique across files (selection with -k, the matrix and reports name "
+                    "cases by name)",
+                    self.path,
+                    entry.line,
+                )
+                yield BrokenCaseItem.from_parent(self, name=entry.name, error=error)
+                continue
+            yield CaseNode.from_parent(self, name=entry.name, case=entry.case)
 
 
 class CaseNode(pytest.Collector):
@@ -205,11 +218,16 @@ class CheckItem(pytest.Item):
         return reason
 
     def _check(self) -> list[str]:
-        from pytest_exportcheck.checks import CHECKS
+        from pytest_exportcheck.checks import CHECKS, VALUE_CHECKS
         from pytest_exportcheck.stages import stage
 
         record = self._session.record_for(self)
         self._set_property("exportcheck_capture_seconds", round(record.seconds, 4))
+        if self.check in VALUE_CHECKS:
+            with stage("eager"), self._session.breadcrumb.at("eager", self.subject_key()):
+                unsound = record.subject.unsound
+            if unsound is not None:
+                raise unsound
         with stage(self.check), self._session.breadcrumb.at(self.check):
             if self.check == "recorded":
                 return self._recorded(record)

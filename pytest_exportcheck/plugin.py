@@ -105,6 +105,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "[timeout] naming the stage (default 600; 0: no limit).",
     )
     parser.addini(
+        "exportcheck_max_elements",
+        default=str(1 << 28),
+        help="largest tensor, in elements, a case may ask for in its inputs, and the most "
+        "elements a model may hold in parameters and buffers (measured on the meta device "
+        "before it is built); over it the case fails as [case] instead of swapping the "
+        "machine (default 268435456, 1 GiB of float32).",
+    )
+    parser.addini(
         "exportcheck_cache_size",
         default="4",
         help="captures kept alive per process at most (each is released after its last item).",

@@ -105,6 +105,15 @@ class ExportCheckSession:
             raise pytest.UsageError(
                 f"exportcheck_timeout must be a number of seconds, not {timeout!r}"
             ) from None
+        try:
+            self.max_elements = int(config.getini("exportcheck_max_elements"))
+        except ValueError:
+            raise pytest.UsageError(
+                "exportcheck_max_elements must be a whole number, "
+                f"not {config.getini('exportcheck_max_elements')!r}"
+            ) from None
+        # Case name → where it was first defined: names are unique across files.
+        self.case_names: dict[str, str] = {}
         from pytest_exportcheck.compat import torch_minor
         from pytest_exportcheck.recording import RecordingStore
 
@@ -282,7 +291,7 @@ class ExportCheckSession:
             try:
                 self._raise_if_crashed(key)
                 with stage("case"), self.breadcrumb.at("case", key):
-                    cached = Subject(item.case, device)
+                    cached = Subject(item.case, device, max_elements=self.max_elements)
                 with stage("eager"), self.breadcrumb.at("eager", key):
                     cached.eager  # noqa: B018 - an eager forward that raises is a case error
             except (ExportCheckError, StageTimeout) as exc:

@@ -298,6 +298,33 @@ class HangsInForward(nn.Module):
             time.sleep(0.01)
 
 
+class LogOfInput(nn.Module):
+    """log() of a randn input: NaN wherever the input is negative."""
+
+    def forward(self, x):
+        return torch.log(x)
+
+
+class DropoutMlp(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x):
+        return self.drop(self.lin(x))
+
+
+_CALLS = iter(range(1_000_000))
+
+
+class CountsItsCalls(nn.Module):
+    """Adds how often any instance was called before: no seed fixes that."""
+
+    def forward(self, x):
+        return x + next(_CALLS)
+
+
 class AbortsInForward(nn.Module):
     """Kills its process in eager (a stand-in for a segfaulting kernel)."""
 

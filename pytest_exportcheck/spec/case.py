@@ -75,6 +75,9 @@ class ParityTolerance:
     fp64_multiplier: float = 2.0
     cosine: float = 0.99
     overrides: tuple[ToleranceOverride, ...] = ()
+    # What eager itself may be (see soundness.py): NaN/Inf outputs, RNG-dependent outputs.
+    allow_nonfinite: bool = False
+    random: bool = False
 
 
 @dataclass(frozen=True)

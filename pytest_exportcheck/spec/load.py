@@ -32,7 +32,7 @@ from pytest_exportcheck.spec.case import (
 )
 from pytest_exportcheck.spec.errors import SpecError
 from pytest_exportcheck.spec.requirements import requirement_problems
-from pytest_exportcheck.spec.semantics import semantic_errors
+from pytest_exportcheck.spec.semantics import MAX_TENSOR_ELEMENTS, semantic_errors
 from pytest_exportcheck.spec.versions import applies, resolve_when, specifier_problems
 from pytest_exportcheck.spec.yaml_lines import LineDict, line_of, load_yaml
 
@@ -69,7 +69,7 @@ def _validator() -> Any:
     return jsonschema.validators.extend(base, type_checker=strict_integers)(case_schema())
 
 
-def load_case_file(path: Path) -> list[LoadedCase]:
+def load_case_file(path: Path, max_elements: int = MAX_TENSOR_ELEMENTS) -> list[LoadedCase]:
     """Load and validate every case of ``path``.
 
     Raises :class:`SpecError` when the file as a whole is unusable (YAML syntax,
@@ -122,7 +122,7 @@ def load_case_file(path: Path) -> list[LoadedCase]:
             continue
         problems = [*specifier_problems(raw), *requirement_problems(raw)]
         resolved = raw if problems else resolve_when(raw)
-        problems = problems or semantic_errors(resolved)
+        problems = problems or semantic_errors(resolved, max_elements)
         if problems:
             message, where = problems[0]
             error = SpecError(message, path, line_of(document, ["cases", name, *where]))
@@ -232,6 +232,8 @@ def _build_case(name: str, line: int, raw: dict[str, Any], path: Path) -> Case:
                 fp64_multiplier=float(parity.get("fp64_multiplier", 2.0)),
                 cosine=float(parity.get("cosine", 0.99)),
                 overrides=tuple(_override(o) for o in parity.get("overrides", [])),
+                allow_nonfinite=bool(parity.get("allow_nonfinite", False)),
+                random=bool(parity.get("random", False)),
             ),
             mutation_steps=expect.get("mutation", {}).get("steps", DEFAULT_MUTATION_STEPS),
             accepted_differences=tuple(

@@ -17,19 +17,20 @@ Problem = tuple[str, list[Any]]
 
 FLOAT_DTYPES = {"float32", "float64", "float16", "bfloat16", "float", "double", "half"}
 COMPLEX_DTYPES = {"complex64", "complex128"}
-# Largest tensor a case may ask for; beyond it a typo (an extra 0) would swap the machine.
+# Largest tensor a case may ask for by default (the exportcheck_max_elements ini option);
+# beyond it a typo (an extra 0) would swap the machine.
 MAX_TENSOR_ELEMENTS = 1 << 28
 
 
-def semantic_errors(case: dict[str, Any]) -> list[Problem]:
+def semantic_errors(case: dict[str, Any], max_elements: int = MAX_TENSOR_ELEMENTS) -> list[Problem]:
     problems = list(_xfail_scope(case))
     problems += list(_capture_options(case))
     inputs = case.get("inputs", {})
     if "factory" not in inputs:
         for index, value in enumerate(inputs.get("args", [])):
-            problems.extend(_tensor_specs(value, ["inputs", "args", index]))
+            problems.extend(_tensor_specs(value, ["inputs", "args", index], max_elements))
         for key, value in inputs.get("kwargs", {}).items():
-            problems.extend(_tensor_specs(value, ["inputs", "kwargs", key]))
+            problems.extend(_tensor_specs(value, ["inputs", "kwargs", key], max_elements))
     return problems
 
 
@@ -76,21 +77,21 @@ def _capture_options(case: dict[str, Any]) -> Iterator[Problem]:
                 )
 
 
-def _tensor_specs(value: Any, where: list[Any]) -> Iterator[Problem]:
+def _tensor_specs(value: Any, where: list[Any], max_elements: int) -> Iterator[Problem]:
     if isinstance(value, list):
         for index, item in enumerate(value):
-            yield from _tensor_specs(item, [*where, index])
+            yield from _tensor_specs(item, [*where, index], max_elements)
     elif isinstance(value, dict):
         if "shape" in value:
-            yield from _tensor_spec(value, where)
+            yield from _tensor_spec(value, where, max_elements)
         elif "tuple" in value:
-            yield from _tensor_specs(value["tuple"], [*where, "tuple"])
+            yield from _tensor_specs(value["tuple"], [*where, "tuple"], max_elements)
         elif "dict" in value:
             for key, item in value["dict"].items():
-                yield from _tensor_specs(item, [*where, "dict", key])
+                yield from _tensor_specs(item, [*where, "dict", key], max_elements)
         elif "data" not in value:
             for key, item in value.items():
-                yield from _tensor_specs(item, [*where, key])
+                yield from _tensor_specs(item, [*where, key], max_elements)
 
 
 # Inclusive value ranges of the integer dtypes, for randint bounds and `full` values.
@@ -105,17 +106,17 @@ INTEGER_RANGES = {
 }
 
 
-def _tensor_spec(spec: dict[str, Any], where: list[Any]) -> Iterator[Problem]:
+def _tensor_spec(spec: dict[str, Any], where: list[Any], max_elements: int) -> Iterator[Problem]:
     dtype = spec.get("dtype", "float32")
     is_float = dtype in FLOAT_DTYPES or dtype in COMPLEX_DTYPES
     init = spec.get("init", "randn" if is_float else "randint")
     numel = 1
     for size in spec["shape"]:
         numel *= size
-    if numel > MAX_TENSOR_ELEMENTS:
+    if numel > max_elements:
         yield (
             f"tensor of shape {spec['shape']} has {numel} elements, over the limit of "
-            f"{MAX_TENSOR_ELEMENTS}",
+            f"{max_elements} (the exportcheck_max_elements ini option)",
             [*where, "shape"],
         )
     if spec.get("requires_grad") and not is_float:

@@ -7,7 +7,7 @@ from casekit import MLP_CASE, inject, write_cases
 
 
 def good_file(pytester: pytest.Pytester) -> None:
-    write_cases(pytester, MLP_CASE, "cases/good.yaml")
+    write_cases(pytester, MLP_CASE.replace("  mlp:", "  good:"), "cases/good.yaml")
 
 
 def test_malformed_yaml_fails_one_item_and_the_rest_runs(

@@ -316,8 +316,8 @@ def test_unknown_case_key_suggests_the_closest_one(tmp_path):
     assert error.line == line_with(text, "captrues")
     assert "unknown key 'captrues' in cases.a (did you mean 'captures'?)" in error.message
     assert (
-        "allowed: captures, checks, description, devices, expect, inputs, loss_output, model, seed, "
-        "timeout, torch, when, xfail" in (error.message)
+        "allowed: captures, checks, description, devices, expect, inputs, loss_output, model, "
+        "requires, seed, timeout, torch, when, xfail" in (error.message)
     )
 
 
@@ -491,7 +491,17 @@ def test_tensor_over_the_element_limit(tmp_path):
     assert error.line == 7
     assert error.message == (
         f"tensor of shape [100000, 100000] has 10000000000 elements, over the limit of "
-        f"{MAX_TENSOR_ELEMENTS}"
+        f"{MAX_TENSOR_ELEMENTS} (the exportcheck_max_elements ini option)"
+    )
+
+
+def test_the_element_limit_is_the_callers(tmp_path):
+    path = tmp_path / "cases.yaml"
+    path.write_text(tensor_case("{shape: [100, 100]}"))
+    (loaded,) = load_case_file(path, max_elements=1000)
+    assert loaded.error is not None
+    assert loaded.error.message.startswith(
+        "tensor of shape [100, 100] has 10000 elements, over the limit of 1000"
     )
 
 
