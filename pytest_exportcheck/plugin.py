@@ -8,7 +8,9 @@ per-process state and everything that touches torch load only when needed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -152,6 +154,20 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     from pytest_exportcheck.collect import CaseFile
 
     return CaseFile.from_parent(parent, path=file_path)
+
+
+@pytest.fixture
+def exportcheck(request: pytest.FixtureRequest) -> Callable[..., Any]:
+    """Check a model defined in the test, as a YAML case: ``exportcheck(model, args=(x,), ...)``.
+
+    Available in every run, without ``--exportcheck``: a model built in Python
+    needs no case collection. The API (and torch) load only when a test asks for
+    this fixture, so the plugin stays inert for everyone else. See
+    ``pytest_exportcheck.api.check_model`` for the arguments.
+    """
+    from pytest_exportcheck.api import fixture_checker
+
+    return fixture_checker(request.config)
 
 
 def _case_dirs(config: pytest.Config) -> list[Path]:

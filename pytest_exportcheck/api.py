@@ -1,0 +1,334 @@
+"""Check a model defined in Python exactly as a YAML case is checked.
+
+A YAML case names a model target and input specs; many models live in test
+code instead, built by fixtures or with weights a YAML file cannot describe.
+:func:`check_model` takes the model object and its inputs and runs the same
+(capture x check x device) items, with the same messages:
+
+    report = check_model(model, args=(torch.randn(2, 8),), captures=["export", "export-strict"],
+                         expect={"mutated_buffers": ["bn.running_mean"]})
+
+The call's arguments become the raw mapping a YAML case would be and go
+through the same schema and loader, so a misspelt ``expect`` key gets the same
+did-you-mean. The case is located at the caller's ``file:line``, so every
+message names the test's line where a YAML case names its own. Failures of all
+items are collected and raised once, as :class:`ExportCheckFailed` (an
+``AssertionError``: pytest shows it as an ordinary test failure).
+
+This module imports neither torch nor jsonschema until a check is asked for:
+the package root re-exports it lazily and the ``exportcheck`` fixture is
+registered in every pytest run.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pytest_exportcheck.spec.errors import SpecError
+
+if TYPE_CHECKING:
+    import torch
+
+    from pytest_exportcheck.spec import Case
+
+__all__ = ["ExportCheckFailed", "InvalidCase", "ItemResult", "Report", "check_model"]
+
+# The schema requires a model target; a given model has none. Never resolved.
+GIVEN_MODEL_TARGET = "<python>:model"
+# Checks a model given from Python cannot have, and why.
+NOT_FROM_PYTHON = {
+    "recorded": "it compares with <case file>.recorded.json, which only YAML cases have"
+}
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+Outcome = Literal["passed", "failed", "skipped"]
+
+
+class InvalidCase(SpecError, ValueError):
+    """The call's arguments do not make a valid case; located at the caller's line.
+
+    A :class:`SpecError` (the YAML loader's error, same wording) and a
+    ``ValueError`` (what a Python caller expects for a bad argument).
+    """
+
+
+@dataclass(frozen=True)
+class ItemResult:
+    """One (check, capture, device) of a call, named as the YAML item would be."""
+
+    name: str
+    check: str
+    capture: str
+    device: str
+    outcome: Outcome
+    # The skip reason, or the failure as the plugin's item prints it.
+    message: str = ""
+    headline: str = ""
+    seconds: float = 0.0
+    max_abs_err: float | None = None
+
+
+@dataclass(frozen=True)
+class Report:
+    """What a call ran: one :class:`ItemResult` per item, in the YAML collection order."""
+
+    case: Case
+    items: tuple[ItemResult, ...]
+
+    def names(self, outcome: Outcome) -> list[str]:
+        return [item.name for item in self.items if item.outcome == outcome]
+
+    @property
+    def passed(self) -> list[str]:
+        return self.names("passed")
+
+    @property
+    def failed(self) -> list[str]:
+        return self.names("failed")
+
+    @property
+    def skipped(self) -> list[str]:
+        return self.names("skipped")
+
+    @property
+    def ran(self) -> list[str]:
+        """Items that ran (passed or failed): empty means nothing was checked at all."""
+        return [item.name for item in self.items if item.outcome != "skipped"]
+
+    def __getitem__(self, name: str) -> ItemResult:
+        for item in self.items:
+            if item.name == name:
+                return item
+        raise KeyError(f"no item {name!r}; items: {', '.join(i.name for i in self.items)}")
+
+    def __str__(self) -> str:
+        lines = [f"exportcheck {self.case.name} ({self.case.location}):"]
+        for item in self.items:
+            detail = item.headline or (item.message.splitlines() or [""])[0]
+            lines.append(f"  {item.outcome:8} {item.name}" + (f"  {detail}" if detail else ""))
+        return "\n".join(lines)
+
+
+class ExportCheckFailed(AssertionError):
+    """Every failing item of one call, each told as the plugin's item tells it."""
+
+    def __init__(self, report: Report) -> None:
+        self.report = report
+        failed = [item for item in report.items if item.outcome == "failed"]
+        more = f" (+{len(failed) - 1} more)" if len(failed) > 1 else ""
+        # The first line is what pytest's short summary shows: make it the first headline.
+        lines = [
+            f"{len(failed)} of {len(report.ran)} exportcheck item(s) failed for "
+            f"{report.case.name}: {failed[0].headline}{more}"
+        ]
+        for item in failed:
+            lines += ["", f"--- {item.name} ---", item.message]
+        super().__init__("\n".join(lines))
+
+
+def check_model(
+    model: torch.nn.Module,
+    args: Iterable[Any] = (),
+    kwargs: Mapping[str, Any] | None = None,
+    *,
+    captures: Iterable[str] | str = ("export",),
+    checks: Iterable[str] | str | None = None,
+    expect: Mapping[str, Any] | None = None,
+    devices: Iterable[str] | str = ("cpu",),
+    seed: int = 0,
+    loss_output: int | None = None,
+    name: str | None = None,
+    timeout: float | None = None,
+) -> Report:
+    """Capture ``model`` and run every applicable check, as a YAML case with these keys would.
+
+    ``model(*args, **kwargs)`` is never called: every run (eager included)
+    uses a private copy, so the model's parameters, buffers and the inputs are
+    unchanged afterwards. ``checks`` defaults to every check but ``recorded``;
+    ``expect`` is the YAML ``expect:`` mapping; ``devices`` takes what
+    ``--exportcheck-devices`` takes (``all`` and bare kinds expand to what
+    torch sees). Returns the :class:`Report`; raises :class:`ExportCheckFailed`
+    if any item failed and :class:`InvalidCase` if the arguments are invalid.
+    """
+    __tracebackhide__ = True
+    return _check(
+        model, args, kwargs, captures=captures, checks=checks, expect=expect, devices=devices,
+        seed=seed, loss_output=loss_output, name=name, timeout=timeout,
+        timeout_source="the timeout argument",
+    )  # fmt: skip
+
+
+def fixture_checker(config: Any) -> Callable[..., Report]:
+    """What the ``exportcheck`` fixture returns: :func:`check_model` as a test uses it.
+
+    Two differences, both to behave like the plugin's own items: the time limit
+    defaults to the run's ``--exportcheck-timeout`` / ``exportcheck_timeout``,
+    and a call of which nothing ran (every item skipped, e.g. no GPU here) skips
+    the test naming why, rather than passing having checked nothing.
+    """
+    text = config.getoption("exportcheck_timeout") or config.getini("exportcheck_timeout")
+    try:
+        run_timeout = max(0.0, float(text))
+    except (TypeError, ValueError):
+        run_timeout = 0.0
+
+    def exportcheck(
+        model: torch.nn.Module,
+        args: Iterable[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        **options: Any,
+    ) -> Report:
+        __tracebackhide__ = True
+        if options.get("timeout") is None:
+            options["timeout"] = run_timeout or None
+            options["timeout_source"] = "exportcheck_timeout"
+        report = _check(model, args, kwargs, **options)
+        if not report.ran:
+            import pytest
+
+            reasons = sorted({f"{item.name}: {item.message}" for item in report.items})
+            pytest.skip("exportcheck: nothing to check here; " + "; ".join(reasons))
+        return report
+
+    functools.update_wrapper(exportcheck, check_model)  # its signature and docs in help()
+    return exportcheck
+
+
+def _check(
+    model: torch.nn.Module,
+    args: Iterable[Any],
+    kwargs: Mapping[str, Any] | None,
+    *,
+    timeout_source: str = "the timeout argument",
+    **options: Any,
+) -> Report:
+    __tracebackhide__ = True
+    import torch
+
+    from pytest_exportcheck.given import GivenRun
+
+    path, line = _caller()
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"check_model needs a torch.nn.Module, not {type(model).__name__}")
+    if isinstance(args, (str, bytes)) or not isinstance(args, Iterable):
+        raise TypeError(f"args must be a tuple of positional inputs, not {type(args).__name__}")
+    if kwargs is not None and not isinstance(kwargs, Mapping):
+        raise TypeError(f"kwargs must be a mapping of keyword inputs, not {type(kwargs).__name__}")
+    case, devices = make_case(model, path=path, line=line, **options)
+    inputs = (tuple(args), dict(kwargs or {}))
+    explicit_moved = "moved" in _names(options.get("checks") or ())
+    run = GivenRun(
+        case, model, inputs, devices, case.timeout, timeout_source, report_cpu_moved=explicit_moved
+    )
+    report = Report(case, tuple(run.run()))
+    if report.failed:
+        raise ExportCheckFailed(report)
+    return report
+
+
+def make_case(
+    model: torch.nn.Module,
+    *,
+    path: Path,
+    line: int,
+    captures: Iterable[str] | str = ("export",),
+    checks: Iterable[str] | str | None = None,
+    expect: Mapping[str, Any] | None = None,
+    devices: Iterable[str] | str = ("cpu",),
+    seed: int = 0,
+    loss_output: int | None = None,
+    name: str | None = None,
+    timeout: float | None = None,
+) -> tuple[Case, list[str]]:
+    """The validated :class:`Case` a YAML file with these keys would give, and the devices.
+
+    The raw mapping goes through the loader's own steps — JSON Schema, the
+    ``torch:`` specifiers, the cross-field rules, ``_build_case`` — so errors
+    read as they do for YAML, located at ``path:line`` (the caller).
+    """
+    __tracebackhide__ = True
+    from pytest_exportcheck.devices import DeviceError, discover, parse_request, select
+    from pytest_exportcheck.spec.load import _best, _build_case, _to_spec_error
+    from pytest_exportcheck.spec.semantics import semantic_errors
+    from pytest_exportcheck.spec.versions import specifier_problems
+
+    name = name or type(model).__name__
+    raw: dict[str, Any] = {
+        "description": f"{name}, checked from Python",
+        "model": {"target": GIVEN_MODEL_TARGET, "mode": "train" if model.training else "eval"},
+        "inputs": {},
+        "seed": seed,
+        "captures": _names(captures),
+    }
+    optional = {"checks": checks, "expect": expect, "loss_output": loss_output, "timeout": timeout}
+    raw.update({key: _plain(value) for key, value in optional.items() if value is not None})
+    if isinstance(raw.get("checks"), str):
+        raw["checks"] = [raw["checks"]]
+    errors = list(_case_validator().iter_errors(raw))
+    if errors:
+        error = _to_spec_error(_best(errors), raw, path)
+        raise InvalidCase(error.message, path, line)
+    problems = [*specifier_problems(raw), *semantic_errors(raw)]
+    problems += [
+        (f"checks: {check!r} cannot run on a model given from Python: {why}", ["checks"])
+        for check, why in NOT_FROM_PYTHON.items()
+        if check in raw.get("checks", ())
+    ]
+    if problems:
+        raise InvalidCase(problems[0][0], path, line)
+    if checks is None:
+        raw["checks"] = [c for c in _all_checks() if c not in NOT_FROM_PYTHON]
+    try:
+        request = parse_request(_names(devices))
+    except DeviceError as exc:
+        raise InvalidCase(f"devices: {exc}", path, line) from None
+    needs_discovery = any(":" not in e and e not in ("cpu", "meta") for e in request)
+    chosen = select(request, discover() if needs_discovery else [])
+    return _build_case(name, line, raw, path), chosen
+
+
+def _names(value: Iterable[str] | str) -> list[str]:
+    """``"export"`` and ``["export"]`` alike (a bare string is one name, not its letters)."""
+    return [value] if isinstance(value, str) else list(value)
+
+
+def _plain(value: Any) -> Any:
+    """Tuples as lists, mappings as dicts: JSON Schema's ``array`` is a list only."""
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _all_checks() -> tuple[str, ...]:
+    from pytest_exportcheck.spec.case import ALL_CHECKS
+
+    return ALL_CHECKS
+
+
+@cache
+def _case_validator() -> Any:
+    """The loader's validator (strict integers and all), rooted at one case."""
+    from pytest_exportcheck.spec.load import _validator
+
+    validator = _validator()
+    defs = validator.schema["$defs"]
+    return validator.evolve(schema={"$ref": "#/$defs/case", "$defs": defs})
+
+
+def _caller() -> tuple[Path, int]:
+    """The first frame outside this package: the user's test line, as a YAML case's line."""
+    frame = sys._getframe(1)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+    if frame is None:  # pragma: no cover - only from inside the package itself
+        return Path("<python>"), 1
+    return Path(frame.f_code.co_filename), frame.f_lineno

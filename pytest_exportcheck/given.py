@@ -1,0 +1,288 @@
+"""Running every item of a case whose model and inputs are given, not built (the Python API).
+
+This is the YAML items' run loop (``collect.py``'s ``CheckItem.runtest`` and
+``session.py``'s caches) for one call: the same subjects, captures, stages,
+seeding, time limit and exceptions, so every message is the one a YAML case
+prints. What differs is only where things come from: the model and inputs are
+the caller's objects, copied once into a :class:`GivenSubject`, and results are
+collected as :class:`ItemResult` values instead of pytest reports.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from typing import NoReturn
+
+import torch
+
+from pytest_exportcheck.api import ItemResult, Outcome
+from pytest_exportcheck.capture import CaptureRecord, capture, unavailable
+from pytest_exportcheck.checks import CHECKS, VALUE_CHECKS, not_applicable
+from pytest_exportcheck.collect import consistency_name, item_name
+from pytest_exportcheck.compare import tracking_errors
+from pytest_exportcheck.devices import free_memory, is_accelerator, unavailable_reason
+from pytest_exportcheck.failures import (
+    CaptureError,
+    CaseError,
+    CheckFailure,
+    ExportCheckError,
+    InternalError,
+    Note,
+)
+from pytest_exportcheck.isolation import clone_tree, private_copy, seeded, to_device
+from pytest_exportcheck.spec import Case
+from pytest_exportcheck.stages import StageTimeout, stage, time_limit
+from pytest_exportcheck.subject import Inputs, Subject
+
+Failure = ExportCheckError | StageTimeout
+
+
+class GivenSubject(Subject):
+    """A :class:`Subject` holding private copies of a caller's model and inputs.
+
+    ``Subject.__init__`` builds from the case's target; here there is nothing to
+    build, so construction is replaced and everything else is inherited. The
+    pristine model and inputs are copies made here, so even a check that ran
+    them by mistake could not touch the caller's objects, and the caller's
+    model keeps its mode (mixed train/eval submodules included), which a rebuild
+    through ``model.mode`` would flatten.
+    """
+
+    def __init__(self, case: Case, device: str, model: torch.nn.Module, inputs: Inputs) -> None:
+        self.case = case
+        self.device = device
+        self._eager_steps = []
+        self._fp64_steps = []
+        try:
+            model = private_copy(model)
+        except Exception as exc:
+            raise CaseError(
+                f"{case.location}: the model cannot be deep-copied ({type(exc).__name__}: {exc});"
+                " every compared run needs its own copy"
+            ) from exc
+        try:
+            # On an accelerator the YAML path builds on CPU and moves; a given model may
+            # be anywhere already, so the copies go to the item's device in every case.
+            inputs = to_device(clone_tree(inputs), device)
+            model = model.to(device)
+        except Exception as exc:
+            raise CaseError(
+                f"{case.location}: moving the model and inputs to {device} raised "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+        self._model, self._inputs = model, inputs
+
+
+class _Skip(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _Failed:
+    """A memoized failure of a stage and the item that reported it in full (as the session)."""
+
+    def __init__(self, error: Failure, reported_by: str) -> None:
+        self.error = error
+        self.reported_by = reported_by
+
+    def raise_for(self, name: str) -> NoReturn:
+        if self.reported_by == name:
+            raise self.error
+        raise self.error.as_dependency(self.reported_by)
+
+
+class GivenRun:
+    """Every item of one call, run in collection order with per-call caches."""
+
+    def __init__(
+        self,
+        case: Case,
+        model: torch.nn.Module,
+        inputs: Inputs,
+        devices: list[str],
+        timeout: float | None,
+        timeout_source: str,
+        *,
+        report_cpu_moved: bool = False,
+    ) -> None:
+        self.case = case
+        # The YAML collector makes no `moved` item off accelerators; a caller who
+        # named `moved` explicitly is told why it did not run instead.
+        self.report_cpu_moved = report_cpu_moved
+        self.model = model
+        self.inputs = inputs
+        self.devices = devices
+        self.timeout = timeout or 0.0
+        self.timeout_source = timeout_source
+        self._subjects: dict[str, Subject | _Failed] = {}
+        self._captures: dict[tuple[str, str], CaptureRecord | _Failed] = {}
+
+    def run(self) -> list[ItemResult]:
+        results: list[ItemResult] = []
+        for device in self.devices:
+            for capture_name in self.case.captures:
+                for check in self.case.checks:
+                    if check == "consistency":
+                        continue
+                    if (
+                        check == "moved"
+                        and not is_accelerator(device)
+                        and not self.report_cpu_moved
+                    ):
+                        continue
+                    results.append(self._item(check, capture_name, device))
+            if "consistency" in self.case.checks and len(self.case.captures) > 1:
+                results.append(self._item("consistency", "+".join(self.case.captures), device))
+            self._release(device)
+        return results
+
+    def _item(self, check: str, capture_name: str, device: str) -> ItemResult:
+        consistency = check == "consistency"
+        name = consistency_name(device) if consistency else item_name(check, capture_name, device)
+        started = time.perf_counter()
+        max_abs_err = None
+
+        def result(outcome: Outcome, message: str = "", headline: str = "") -> ItemResult:
+            seconds = round(time.perf_counter() - started, 4)
+            return ItemResult(
+                name, check, capture_name, device, outcome, message, headline, seconds, max_abs_err
+            )
+
+        reason = self._skip_reason(check, capture_name, device)
+        if reason is not None:
+            return result("skipped", reason)
+        try:
+            limit = time_limit(self.timeout, self._describe_timeout)
+            with seeded(self.case.seed), tracking_errors() as errors, limit:
+                try:
+                    findings = self._check(name, check, capture_name, device)
+                finally:
+                    max_abs_err = errors.max_abs_err
+            if any(not isinstance(f, Note) for f in findings):
+                raise CheckFailure(check, findings)
+        except _Skip as skip:
+            return result("skipped", skip.reason)
+        except (ExportCheckError, StageTimeout) as error:
+            return result("failed", self._render(error, capture_name, device), error.headline)
+        except Exception as exc:
+            first = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            error = InternalError(f"{self.case.location}: unexpected {first}")
+            error.__cause__ = exc
+            return result("failed", self._render(error, capture_name, device), error.headline)
+        return result("passed")
+
+    def _skip_reason(self, check: str, capture_name: str, device: str) -> str | None:
+        """Why an item is skipped before it runs, in the words of ``CheckItem.runtest``."""
+        if check == "moved" and not is_accelerator(device):
+            return "not applicable: moved compares an accelerator with its moved CPU export"
+        reason = not_applicable(check, capture_name, device)
+        if reason is not None:
+            return f"not applicable: {reason}"
+        reason = unavailable_reason(device)
+        if reason is None and check != "consistency":
+            reason = unavailable(capture_name)
+            if reason is None and check == "moved":
+                from pytest_exportcheck.capture.moved import moved_unavailable
+
+                reason = moved_unavailable()
+        return reason
+
+    def _check(self, name: str, check: str, capture_name: str, device: str) -> list[str]:
+        if check == "consistency":
+            from pytest_exportcheck.checks.consistency import check_consistency
+
+            records, left_out = self._records_for_consistency(name, device)
+            if len(records) < 2:
+                why = "; ".join(f"{capture}: {reason}" for capture, reason in left_out.items())
+                raise _Skip(f"fewer than two captures to compare ({why})")
+            with stage(check):
+                return check_consistency(self.case, records, left_out)
+        if check == "moved":
+            from pytest_exportcheck.capture.moved import move_capture
+
+            cpu_record = self._capture(name, "cpu", capture_name)
+            record = move_capture(cpu_record, self._subject(name, device))
+        else:
+            record = self._capture(name, device, capture_name)
+        if check in VALUE_CHECKS:
+            # As CheckItem._check (work in progress there): a value check needs a sound
+            # eager reference. getattr: a Subject without ``unsound`` has no such rule yet.
+            with stage("eager"):
+                unsound = getattr(record.subject, "unsound", None)
+            if unsound is not None:
+                raise unsound
+        with stage(check):
+            return CHECKS[check](self.case, record)
+
+    def _records_for_consistency(
+        self, name: str, device: str
+    ) -> tuple[dict[str, CaptureRecord], dict[str, str]]:
+        self._subject(name, device)  # a broken model or eager fails the item itself
+        records: dict[str, CaptureRecord] = {}
+        left_out: dict[str, str] = {}
+        for capture_name in self.case.captures:
+            reason = unavailable(capture_name)
+            if reason is not None:
+                left_out[capture_name] = reason
+                continue
+            try:
+                records[capture_name] = self._capture(name, device, capture_name)
+            except CaptureError as exc:
+                left_out[capture_name] = exc.headline
+        return records, left_out
+
+    def _capture(self, name: str, device: str, capture_name: str) -> CaptureRecord:
+        subject = self._subject(name, device)
+        key = (device, capture_name)
+        cached = self._captures.get(key)
+        if cached is None:
+            try:
+                with stage("capture"):
+                    cached = capture(capture_name, subject)
+            except (ExportCheckError, StageTimeout) as exc:
+                cached = _Failed(exc, name)
+            self._captures[key] = cached
+        if isinstance(cached, _Failed):
+            cached.raise_for(name)
+        return cached
+
+    def _subject(self, name: str, device: str) -> Subject:
+        cached = self._subjects.get(device)
+        if cached is None:
+            try:
+                with stage("case"):
+                    cached = GivenSubject(self.case, device, self.model, self.inputs)
+                with stage("eager"):
+                    cached.eager  # noqa: B018 - an eager forward that raises is a case error
+            except (ExportCheckError, StageTimeout) as exc:
+                cached = _Failed(exc, name)
+            self._subjects[device] = cached
+        if isinstance(cached, _Failed):
+            cached.raise_for(name)
+        return cached
+
+    def _release(self, device: str) -> None:
+        """Drop a device's subject and captures once its items ran (the CPU ones may be
+        needed by ``moved`` on a later device, so they stay until the end)."""
+        if not is_accelerator(device):
+            return
+        self._subjects.pop(device, None)
+        for key in [k for k in self._captures if k[0] == device]:
+            del self._captures[key]
+        free_memory(device)
+
+    def _describe_timeout(self, stage_name: str) -> str:
+        return (
+            f"{self.case.location}: still in the {stage_name} stage after {self.timeout:g} s "
+            f"({self.timeout_source}); stopped, the rest of the run goes on"
+        )
+
+    def _render(self, error: Failure, capture_name: str, device: str) -> str:
+        """The text ``CheckItem.repr_failure`` prints for this error (short traceback style)."""
+        where = f"{self.case.location}: case {self.case.name}, {capture_name} on {device}"
+        text = f"{error.headline}\n{where}\n{error.render()}"
+        if error.stage == "internal" and error.__cause__ is not None:  # a bug: its traceback too
+            text += "\n\n" + "".join(traceback.format_exception(error.__cause__)).rstrip()
+        return text

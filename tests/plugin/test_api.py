@@ -1,0 +1,173 @@
+"""The ``exportcheck`` fixture: a model defined in a Python test, checked as a YAML case is."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+import pytest
+from casekit import MLP_CASE, write_cases
+
+# A test module of the pytester project: the models are the ones cases/models.py
+# holds (the YAML cases' own classes), resolved the way a YAML target is.
+HEADER = """
+from pathlib import Path
+
+import torch
+from pytest_exportcheck.targets import resolve_target
+
+def model(name):
+    return resolve_target(f"models.py:{name}", Path(__file__).parent / "cases")()
+"""
+
+
+def write_test(pytester: pytest.Pytester, body: str, name: str = "test_model") -> str:
+    """A test file: HEADER, then ``body``. Returns its name (as messages show it)."""
+    source = HEADER + textwrap.dedent(body)
+    pytester.makepyfile(**{name: source})
+    return f"{name}.py"
+
+
+def line_of(pytester: pytest.Pytester, filename: str, text: str) -> int:
+    lines = (pytester.path / filename).read_text().splitlines()
+    return next(number for number, line in enumerate(lines, 1) if text in line)
+
+
+def findings(result: pytest.RunResult) -> list[str]:
+    """The check's report lines (``[check] ... failed`` and its ``- finding`` lines),
+    without pytest's ``E`` prefix and with every ``file:line`` replaced by ``<here>``."""
+    found = []
+    for line in result.outlines:
+        text = re.sub(r"^E\s+", "", line)
+        if re.match(r"(\[\w+\] \w+ check failed|- )", text):
+            found.append(re.sub(r"[\w/.]+\.(yaml|py):\d+", "<here>", text))
+    return found
+
+
+def test_a_passing_model_passes(project: pytest.Pytester) -> None:
+    write_test(
+        project,
+        """
+        def test_counter(exportcheck):
+            report = exportcheck(model("Counter"), args=(torch.randn(2, 4),),
+                                 expect={"mutated_buffers": ["count"]})
+            assert report.failed == []
+            assert "mutation[export-cpu]" in report.passed
+        """,
+    )
+    project.runpytest().assert_outcomes(passed=1)
+
+
+def test_the_fixture_is_registered_without_the_flag(project: pytest.Pytester) -> None:
+    result = project.runpytest("--fixtures")
+    result.stdout.fnmatch_lines(["exportcheck*", "*Check a model defined in the test*"])
+
+
+def test_wrong_mutated_buffers_fail_with_the_yaml_case_findings(project: pytest.Pytester) -> None:
+    write_cases(project, MLP_CASE.replace("Mlp", "Counter") + "    expect: {mutated_buffers: []}\n")
+    yaml_result = project.runpytest("--exportcheck", "-k", "mutation")
+    yaml_result.assert_outcomes(failed=1)
+
+    test_file = write_test(
+        project,
+        """
+        def test_counter(exportcheck):
+            exportcheck(model("Counter"), args=(torch.randn(2, 4),), checks=["mutation"],
+                        expect={"mutated_buffers": []})
+        """,
+    )
+    result = project.runpytest(test_file)
+    result.assert_outcomes(failed=1)
+    line = line_of(project, test_file, "exportcheck(model")
+    result.stdout.fnmatch_lines(
+        [
+            f"*ExportCheckFailed: 1 of 1 exportcheck item(s) failed for Counter: [[]mutation[]] "
+            f"expect.mutated_buffers ({test_file}:{line}) is {{}}, *",
+            "*--- mutation[[]export-cpu[]] ---",
+            f"*{test_file}:{line}: case Counter, export on cpu",
+        ]
+    )
+    assert findings(result) == findings(yaml_result)
+    assert findings(result) == [
+        "[mutation] mutation check failed (1 finding):",
+        "- expect.mutated_buffers (<here>) is {}, the decomposed program "
+        "(ep.run_decompositions()) records {count}",
+    ]
+
+
+def test_a_failing_export_reports_its_capture_kind(project: pytest.Pytester) -> None:
+    test_file = write_test(
+        project,
+        """
+        def test_data_dependent(exportcheck):
+            exportcheck(model("DataDependent"), args=(torch.randn(2, 4),))
+        """,
+    )
+    result = project.runpytest(test_file)
+    result.assert_outcomes(failed=1)
+    line = line_of(project, test_file, "exportcheck(model")
+    result.stdout.fnmatch_lines(
+        [
+            f"E *ExportCheckFailed: 4 of 4 exportcheck "
+            f"item(s) failed for DataDependent: [[]capture: data-dependent guard[]] "
+            f"{test_file}:{line}: torch.export.export (non-strict) raised: *",
+        ]
+    )
+    # Reported in full once; the other items point at it, as YAML items do.
+    result.stdout.fnmatch_lines(
+        ["*--- hierarchy[[]export-cpu[]] ---", "*(full report on signature[[]export-cpu[]])"]
+    )
+
+
+def test_a_misspelt_expect_key_is_a_did_you_mean_at_the_callers_line(
+    project: pytest.Pytester,
+) -> None:
+    test_file = write_test(
+        project,
+        """
+        def test_typo(exportcheck):
+            exportcheck(model("Counter"), args=(torch.randn(2, 4),),
+                        expect={"mutated_bufers": ["count"]})
+        """,
+    )
+    result = project.runpytest(test_file)
+    result.assert_outcomes(failed=1)
+    line = line_of(project, test_file, "exportcheck(model")
+    result.stdout.fnmatch_lines(
+        [
+            f"*InvalidCase: {test_file}:{line}: unknown key 'mutated_bufers' in expect "
+            "(did you mean 'mutated_buffers'?); allowed: consistency, modules, mutated_buffers, "
+            "mutation, parity, placeholders"
+        ]
+    )
+
+
+def test_nothing_to_check_here_skips_naming_why(project: pytest.Pytester) -> None:
+    test_file = write_test(
+        project,
+        """
+        def test_far_gpu(exportcheck):
+            exportcheck(model("Mlp"), args=(torch.randn(2, 4),), devices=["cuda:97"])
+        """,
+    )
+    result = project.runpytest(test_file, "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(
+        ["*exportcheck: nothing to check here; *device cuda:97 is not available here*"]
+    )
+
+
+def test_the_fixture_works_under_xdist(project: pytest.Pytester) -> None:
+    test_file = write_test(
+        project,
+        """
+        def test_passes(exportcheck):
+            exportcheck(model("Mlp"), args=(torch.randn(2, 4),))
+
+        def test_fails(exportcheck):
+            exportcheck(model("PythonCounter"), args=(torch.randn(2, 4),), checks=["mutation"])
+        """,
+    )
+    result = project.runpytest(test_file, "-n", "2", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*after step 2/3: output: 8 / 8 elements outside tolerance*"])
