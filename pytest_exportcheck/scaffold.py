@@ -1,0 +1,280 @@
+"""``python -m pytest_exportcheck new TARGET``: a starter case, written by running the model once.
+
+Writing ``expect.placeholders`` by hand means guessing how each capture path
+names and orders its graph inputs. The scaffold builds the model and inputs
+through the plugin's own code (the case mapping is validated by the loader
+that collects cases, then ``Subject`` and ``capture`` run it), so what it
+writes down is what the checks will read. What it writes down is an
+*observation*, not a truth: the header says so, and REVIEW comments mark the
+expectations that pin a difference from eager.
+
+Exit status: 0 the case was written; 1 it was written but no capture
+succeeded (every capture carries an xfail); 2 nothing was written (a usage,
+case or eager error — the case itself is wrong, so there is nothing to pin).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pytest_exportcheck.scaffold_inputs import (
+    INPUT_HELP,
+    InputSpecError,
+    parse_input_spec,
+    parse_kwarg_spec,
+    snake_case,
+    split_target,
+    target_reference,
+)
+from pytest_exportcheck.scaffold_yaml import CaptureObservation, Scaffold, header_lines, render
+from pytest_exportcheck.spec.case import DEFAULT_CAPTURES, Case
+from pytest_exportcheck.spec.load import case_schema, load_case_file
+
+
+class ScaffoldError(Exception):
+    """Scaffolding stopped at ``stage`` (case / eager / internal); nothing was written."""
+
+    def __init__(self, stage: str, message: str) -> None:
+        super().__init__(message)
+        self.stage = stage
+        self.message = message
+
+    def render(self, full: bool = False) -> str:
+        return f"exportcheck new: [{self.stage}] {self.message if full else condense(self.message)}"
+
+
+def condense(message: str) -> str:
+    """A failure's first line and the user-code frame that raised it: one paragraph.
+
+    The plugin's messages carry up to a dozen lines of the exception (Dynamo's
+    are long); the scaffold's user needs what failed and where, then decides
+    whether to ask for more (``--traceback``).
+    """
+    lines = message.strip().splitlines()
+    if not lines:
+        return "(no message)"
+    kept = [lines[0]]
+    if "raised from user code:" in lines[1:]:
+        kept += lines[lines.index("raised from user code:", 1) :]
+    elif len(lines) > 1:
+        kept.append(f"  ... ({len(lines) - 1} more lines with --traceback)")
+    return "\n".join(kept)
+
+
+def capture_names() -> list[str]:
+    return list(case_schema()["$defs"]["captureName"]["enum"])
+
+
+def _json_arg(kind: type) -> Any:
+    def parse(text: str) -> Any:
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise argparse.ArgumentTypeError(f"not JSON: {exc}") from None
+        if not isinstance(value, kind):
+            raise argparse.ArgumentTypeError(f"expected a JSON {kind.__name__}, got {text!r}")
+        return value
+
+    return parse
+
+
+def _arg(parse: Any) -> Any:
+    def wrapped(text: str) -> Any:
+        try:
+            return parse(text)
+        except InputSpecError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return wrapped
+
+
+# fmt: off
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", help="the model: pkg.mod:Attr or path/to/file.py:Attr")
+    add = parser.add_argument
+    add("--input", action="append", default=[], type=_arg(parse_input_spec),
+        metavar="SPEC", help=f"a positional forward argument, in order; {INPUT_HELP}")
+    add("--kwarg", action="append", default=[], type=_arg(parse_kwarg_spec),
+        metavar="NAME=SPEC", help="a keyword forward argument (SPEC as for --input)")
+    add("--name", help="case name (default: snake_case of the target's attribute)")
+    add("--description", help="the case's one-line description")
+    add("--capture", action="append", choices=capture_names(), metavar="PATH",
+        help=f"capture path, repeatable: {', '.join(capture_names())} (default: export)")
+    add("--mode", choices=("eval", "train"), default="eval")
+    add("--seed", type=int, default=0)
+    add("--model-args", type=_json_arg(list), default=[], metavar="JSON",
+        help="positional constructor arguments, a JSON list")
+    add("--model-kwargs", type=_json_arg(dict), default={}, metavar="JSON",
+        help='constructor keyword arguments, a JSON object ({"_target_": ...} builds objects; '
+        "file targets relative to the current directory, like TARGET)")
+    add("--loss-output", type=int, metavar="N",
+        help="aot-joint: index of the scalar loss among the flattened outputs")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("-o", "--output", type=Path, metavar="FILE",
+                       help="write the case here (atomically) instead of to stdout")
+    where.add_argument("--out-dir", type=Path, metavar="DIR",
+                       help="with stdout: the directory the YAML will be saved in "
+                       "(file targets are made relative to it; default: the current one)")
+    add("--force", action="store_true", help="with -o: overwrite an existing file")
+    add("--traceback", action="store_true",
+        help="print the whole failure message and its traceback")
+# fmt: on
+
+
+def run(args: argparse.Namespace, argv: list[str]) -> int:
+    """The ``new`` command: status 0 written, 1 written but nothing captured, 2 not written."""
+    if args.output is not None and args.output.is_dir():
+        print(f"exportcheck new: {args.output} is a directory; -o names a file", file=sys.stderr)
+        return 2
+    if args.output is not None and args.output.exists() and not args.force:
+        print(
+            f"exportcheck new: {args.output} exists; pass --force to overwrite it",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        text, warnings, status = scaffold(args, argv)
+    except ScaffoldError as exc:
+        print(exc.render(full=args.traceback), file=sys.stderr)
+        if args.traceback and exc.__cause__ is not None:
+            traceback.print_exception(exc.__cause__, file=sys.stderr)
+        elif exc.__cause__ is not None:
+            print("(run with --traceback for the whole message and traceback)", file=sys.stderr)
+        return 2
+    for message, advice in warnings:
+        shown = message if args.traceback else condense(message)
+        print(f"exportcheck new: warning: {shown}\n  {advice}", file=sys.stderr)
+    if args.output is not None:
+        from pytest_exportcheck.atomic import write_atomically
+
+        write_atomically(args.output, text)
+        print(
+            f"exportcheck new: wrote {args.output}; next: pytest --exportcheck {args.output} "
+            "(the invariant checks run there, not here)",
+            file=sys.stderr,
+        )
+    else:
+        sys.stdout.write(text)
+    return status
+
+
+def scaffold(args: argparse.Namespace, argv: list[str]) -> tuple[str, list[tuple[str, str]], int]:
+    """Build, run and capture the model; the case text, warnings and exit status."""
+    cwd = Path.cwd()
+    try:
+        _, attr = split_target(args.target)
+    except InputSpecError as exc:
+        raise ScaffoldError("case", str(exc)) from None
+    name = args.name or snake_case(attr.rpartition(".")[2])
+    yaml_path = args.output or (args.out_dir or cwd) / f"{name}.yaml"
+    reference = target_reference(args.target, yaml_path.parent, cwd)
+    mapping = case_mapping(args, reference, attr, yaml_path.parent)
+    case = load_case(name, mapping, yaml_path.absolute())
+
+    from pytest_exportcheck.scaffold_run import observe
+
+    observations, eager = observe(case, args.traceback)
+    warnings = [why for o in observations for why in _warning(o)]
+    header = header_lines(args.target, argv, case.seed, yaml_path.parent)
+    note = None
+    if args.output is None and args.out_dir is None and split_target(reference)[0].endswith(".py"):
+        note = "relative to the current directory: save this file there (or use -o/--out-dir)"
+    text = render(Scaffold(name, mapping, observations, *eager, header=header, target_note=note))
+    _verify(text, name, yaml_path)
+    status = 0 if any(o.observed for o in observations) else 1
+    return text, warnings, status
+
+
+def case_mapping(
+    args: argparse.Namespace, reference: str, attr: str, yaml_dir: Path
+) -> dict[str, Any]:
+    """The case as the YAML will say it, before any expectation."""
+    model: dict[str, Any] = {"target": reference, "mode": args.mode}
+    if args.model_args:
+        model["args"] = _relocate(args.model_args, yaml_dir)
+    if args.model_kwargs:
+        model["kwargs"] = _relocate(args.model_kwargs, yaml_dir)
+    inputs: dict[str, Any] = {"args": list(args.input)}
+    if args.kwarg:
+        inputs["kwargs"] = dict(args.kwarg)
+    mapping: dict[str, Any] = {
+        "description": args.description or f"{attr} (scaffolded; say what this case exercises)",
+        "model": model,
+        "inputs": inputs,
+        "seed": args.seed,
+        "captures": list(dict.fromkeys(args.capture or DEFAULT_CAPTURES)),
+    }
+    if args.loss_output is not None:
+        mapping["loss_output"] = args.loss_output
+    return mapping
+
+
+def _relocate(value: Any, yaml_dir: Path) -> Any:
+    """Nested ``_target_`` file paths, like TARGET, are given relative to the current directory."""
+    if isinstance(value, list):
+        return [_relocate(v, yaml_dir) for v in value]
+    if not isinstance(value, dict):
+        return value
+    moved = {k: _relocate(v, yaml_dir) for k, v in value.items()}
+    target = value.get("_target_")
+    if isinstance(target, str) and ":" in target:
+        moved["_target_"] = target_reference(target, yaml_dir, Path.cwd())
+    return moved
+
+
+def load_case(name: str, mapping: dict[str, Any], yaml_path: Path) -> Case:
+    """Validate ``mapping`` with the loader that collects cases, as if saved at ``yaml_path``.
+
+    The loader reads files, so the mapping goes through a temporary one; the
+    case is then placed where it will live, which is what relative file
+    targets resolve against.
+    """
+    text = yaml.safe_dump({"cases": {name: mapping}}, sort_keys=False)
+    (loaded,) = _load_text(text)
+    if loaded.error is not None:
+        raise ScaffoldError("case", f"the case would be invalid: {loaded.error.message}")
+    assert loaded.case is not None
+    return dataclasses.replace(loaded.case, path=yaml_path)
+
+
+def _load_text(text: str) -> list[Any]:
+    with tempfile.TemporaryDirectory(prefix="exportcheck-new-") as tmp:
+        path = Path(tmp) / "case.yaml"
+        path.write_text(text, encoding="utf-8")
+        return load_case_file(path)
+
+
+def _verify(text: str, name: str, yaml_path: Path) -> None:
+    """The emitted file must load as it is: a scaffold that writes an invalid case is a bug."""
+    try:
+        loaded = _load_text(text)
+    except Exception as exc:
+        raise ScaffoldError("internal", f"the generated YAML does not load: {exc}") from exc
+    problems = [c.error.message for c in loaded if c.error is not None]
+    if problems or [c.name for c in loaded] != [name]:
+        raise ScaffoldError(
+            "internal", f"the generated case for {yaml_path} is invalid: {'; '.join(problems)}"
+        )
+
+
+def _warning(observation: CaptureObservation) -> list[tuple[str, str]]:
+    """(what happened, what the file does about it) for a capture that was not observed."""
+    if observation.failure is not None:
+        advice = (
+            f"The case lists {observation.capture} with an xfail (reason 'scaffold: ...') and "
+            "no expectations for it: fix the model, or keep the xfail as a record of the failure."
+        )
+        return [(observation.failure, advice)]
+    if observation.unavailable is not None:
+        advice = "Its items will skip here; its expectations are left out."
+        return [(f"{observation.capture} not observed: {observation.unavailable}", advice)]
+    return []

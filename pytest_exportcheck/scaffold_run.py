@@ -1,0 +1,148 @@
+"""The torch side of the scaffold: run a validated case once, through the plugin's own code.
+
+Nothing here is a second implementation of a check's view: the model and
+inputs come from :class:`Subject` (seeded, built as collection builds them),
+each capture from the registry the plugin runs, and each observation is read
+the way the check that compares it reads it — placeholders from the
+normalized record (signature), module FQNs from ``unflatten`` in order
+(hierarchy), buffer mutations from the path's records (mutation).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import sys
+import traceback
+import warnings
+from collections.abc import Iterator
+
+from pytest_exportcheck.capture import capture, unavailable
+from pytest_exportcheck.capture.export import ProgramRecord
+from pytest_exportcheck.capture.record import CaptureRecord, DecompositionError
+from pytest_exportcheck.failures import (
+    CaseError,
+    EagerError,
+    ExportCheckError,
+    describe_exception,
+)
+from pytest_exportcheck.scaffold import ScaffoldError
+from pytest_exportcheck.scaffold_yaml import CaptureObservation
+from pytest_exportcheck.spec.case import Case
+from pytest_exportcheck.subject import Subject
+
+EagerFacts = tuple[list[str], list[str], dict[str, tuple[str, ...]]]
+
+
+def observe(case: Case, show_tracebacks: bool) -> tuple[list[CaptureObservation], EagerFacts]:
+    """Each capture's observation, and eager's modules, mutated buffers and tensor aliases.
+
+    A broken case or eager forward raises :class:`ScaffoldError` (there is
+    nothing true to write down); a capture that raises is an observation too.
+    """
+    with contextlib.redirect_stdout(sys.stderr):  # stdout is the YAML's; a model may print
+        return _observe(case, show_tracebacks)
+
+
+def _observe(case: Case, show_tracebacks: bool) -> tuple[list[CaptureObservation], EagerFacts]:
+    try:
+        subject = Subject(case)
+    except CaseError as exc:
+        raise ScaffoldError("case", _unlocated(exc.message, case)) from exc.__cause__
+    try:
+        eager = subject.eager
+    except EagerError as exc:
+        raise ScaffoldError("eager", _unlocated(exc.message, case)) from exc.__cause__
+    model = subject.pristine_model
+    buffers = {name for name, _ in model.named_buffers(remove_duplicate=False)}
+    facts: EagerFacts = (
+        [name for name, _ in model.named_modules(remove_duplicate=False) if name],
+        sorted(eager.mutated_state & buffers),
+        dict(subject.tensor_groups),
+    )
+    return [_observe_capture(subject, name, show_tracebacks) for name in case.captures], facts
+
+
+def _observe_capture(subject: Subject, name: str, show_tracebacks: bool) -> CaptureObservation:
+    reason = unavailable(name)
+    if reason is not None:
+        return CaptureObservation(name, unavailable=reason, notes=(f"{name}: {reason}",))
+    try:
+        with _quiet(not show_tracebacks):
+            record = capture(name, subject)
+    except Exception as exc:
+        if show_tracebacks:
+            traceback.print_exception(exc, file=sys.stderr)
+        if isinstance(exc, ExportCheckError):
+            failure = _unlocated(exc.render(), subject.case)
+        else:  # not foreseen by the adapter: still the capture's failure, not ours
+            failure = describe_exception(exc, context=f"[capture] {name} raised")
+        return CaptureObservation(name, failure=failure)
+    notes: list[str] = []
+    with _quiet(not show_tracebacks):  # unflatten and run_decompositions talk too
+        modules = _modules(record, notes)
+        mutated_buffers = _mutated_buffers(record, notes)
+    return CaptureObservation(
+        name,
+        placeholders=[
+            {"name": p.name, "kind": p.kind, **({"target": p.target} if p.target else {})}
+            for p in record.placeholders
+        ],
+        modules=modules,
+        mutated_buffers=mutated_buffers,
+        notes=tuple(notes),
+    )
+
+
+@contextlib.contextmanager
+def _quiet(quiet: bool) -> Iterator[None]:
+    """Keep torch's chatter off the terminal unless the user asked for detail.
+
+    A failing export prints graph dumps and logs warnings; printed, they would
+    bury the one paragraph that says what failed.
+    """
+    with contextlib.ExitStack() as stack:
+        if quiet:
+            stack.enter_context(warnings.catch_warnings())
+            warnings.simplefilter("ignore")
+            stack.enter_context(contextlib.redirect_stdout(io.StringIO()))
+            stack.enter_context(contextlib.redirect_stderr(io.StringIO()))
+            previous = logging.root.manager.disable
+            logging.disable(logging.WARNING)
+            stack.callback(logging.disable, previous)
+        yield
+
+
+def _modules(record: CaptureRecord, notes: list[str]) -> list[str] | None:
+    """``unflatten(ep)``'s FQNs in order: exactly the list the hierarchy check compares."""
+    if not isinstance(record, ProgramRecord):
+        return None  # hierarchy is not applicable to flat graphs
+    try:
+        unflat = record.fresh_unflattened()
+    except Exception as exc:
+        notes.append(f"{record.capture}: unflatten raised {_headline(exc)}; no modules observed")
+        return None
+    return [name for name, _ in unflat.named_modules(remove_duplicate=False) if name]
+
+
+def _mutated_buffers(record: CaptureRecord, notes: list[str]) -> list[str] | None:
+    """The buffers the path's mutation records name; ``None`` if it keeps none."""
+    try:
+        recorded = record.mutations()
+    except DecompositionError as exc:
+        notes.append(f"{record.capture}: mutation records unreadable: {_headline(exc)}")
+        return None
+    return None if recorded is None else sorted(recorded.buffers)
+
+
+def _headline(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else '(no message)'}"
+
+
+def _unlocated(message: str, case: Case) -> str:
+    """Drop the ``file:line:`` prefix: it names the scaffold's temporary case, not a real file."""
+    for prefix in (f"{case.location}: ", f"{case.location} "):
+        message = message.replace(prefix, "", 1)
+    return message
