@@ -58,13 +58,13 @@ def compare_trees(
 
     ``reference`` (same structure, float64) is what the ``fp64`` policy arbitrates with.
     """
-    expected_leaves, expected_spec = pytree.tree_flatten_with_path(expected)
+    expected_leaves, expected_spec = flatten_with_paths(expected)
     references: list[Any] = [None] * len(expected_leaves)
     if reference is not None:
         reference_leaves, reference_spec = pytree.tree_flatten(reference)
         if reference_spec == expected_spec:
             references = reference_leaves
-    actual_leaves, actual_spec = pytree.tree_flatten_with_path(actual)
+    actual_leaves, actual_spec = flatten_with_paths(actual)
     if expected_spec != actual_spec:
         return [
             f"{root}: structure differs\n  {names[0]}: {_spec(expected_spec)}\n"
@@ -73,13 +73,27 @@ def compare_trees(
     problems = []
     pairs = zip(expected_leaves, actual_leaves, references, strict=True)
     for (path, want), (_, got), ref in pairs:
-        where = root + pytree.keystr(path)
+        where = root + path
         problem = compare_leaf(
             want, got, tolerance=tolerance, where=where, names=names, reference=ref
         )
         if problem:
             problems.append(problem)
     return problems
+
+
+def flatten_with_paths(tree: Any) -> tuple[list[tuple[str, Any]], Any]:
+    """Leaves with their key paths as text (``[0]['logits']``), and the tree spec.
+
+    A node registered without ``flatten_with_keys_fn`` (transformers' ``ModelOutput``)
+    has no key paths: its leaves are numbered instead, in pytree's order.
+    """
+    try:
+        leaves, spec = pytree.tree_flatten_with_path(tree)
+    except ValueError:
+        flat, spec = pytree.tree_flatten(tree)
+        return [(f".leaf[{index}]", leaf) for index, leaf in enumerate(flat)], spec
+    return [(pytree.keystr(path), leaf) for path, leaf in leaves], spec
 
 
 def compare_leaf(

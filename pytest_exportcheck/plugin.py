@@ -109,10 +109,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(
         "exportcheck_max_elements",
         default=str(1 << 28),
-        help="largest tensor, in elements, a case may ask for in its inputs, and the most "
-        "elements a model may hold in parameters and buffers (measured on the meta device "
-        "before it is built); over it the case fails as [case] instead of swapping the "
-        "machine (default 268435456, 1 GiB of float32).",
+        help="largest tensor, in elements, a case may ask for in its inputs; over it the "
+        "case fails as [case] instead of swapping the machine (default 268435456, 1 GiB "
+        "of float32).",
     )
     parser.addini(
         "exportcheck_cache_size",

@@ -24,9 +24,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import torch
-from torch.utils import _pytree as pytree
 
-from pytest_exportcheck.compare import Tolerance, compare_trees, tracking_errors
+from pytest_exportcheck.compare import (
+    Tolerance,
+    compare_trees,
+    flatten_with_paths,
+    tracking_errors,
+)
 from pytest_exportcheck.failures import EagerError
 from pytest_exportcheck.isolation import seeded
 
@@ -90,7 +94,7 @@ def unsound_eager(subject: Subject) -> EagerError | None:
 def nonfinite_outputs(output: Any) -> list[str]:
     """``output[0]: 3 NaN, 1 inf of 16 elements`` for each floating leaf holding any."""
     found = []
-    leaves, _ = pytree.tree_flatten_with_path(output)
+    leaves, _ = flatten_with_paths(output)
     for path, leaf in leaves:
         if not isinstance(leaf, torch.Tensor) or leaf.device.type == "meta":
             continue
@@ -103,7 +107,7 @@ def nonfinite_outputs(output: Any) -> list[str]:
             counts = ", ".join(
                 f"{count} {what}" for count, what in ((nans, "NaN"), (infs, "inf")) if count
             )
-            found.append(f"output{pytree.keystr(path)}: {counts} of {values.numel()} elements")
+            found.append(f"output{path}: {counts} of {values.numel()} elements")
     return found
 
 

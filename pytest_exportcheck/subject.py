@@ -60,14 +60,12 @@ class Subject:
     device and never materialized, for models too large to hold.
     """
 
-    def __init__(self, case: Case, device: str = "cpu", max_elements: int | None = None) -> None:
+    def __init__(self, case: Case, device: str = "cpu") -> None:
         self.case = case
         self.device = device
         self._eager_steps: list[Step] = []
         self._fp64_steps: list[Step] | None = []
         try:
-            if max_elements is not None and device != "meta":
-                refuse_huge_model(case, max_elements)
             with seeded(case.seed):
                 self._model, self._inputs = _build(case, device)
         except BuildError as exc:
@@ -256,28 +254,6 @@ def _to_float64(tree: Inputs) -> Inputs:
         return leaf
 
     return pytree.tree_map(up, tree)
-
-
-def refuse_huge_model(case: Case, max_elements: int) -> None:
-    """Build the model on the meta device first and refuse it if it holds too many elements.
-
-    A typo in a constructor argument (``hidden: 40960``) would otherwise allocate
-    until the machine swaps. A model that cannot be built on meta (it reads
-    values in ``__init__``) is not measured: the real build then says what it says.
-    """
-    try:
-        with torch.device("meta"):
-            model = build_model(case)
-        held = module_state(model).values()
-    except Exception:
-        return
-    total = sum(tensor.numel() for tensor in {id(t): t for t in held}.values())
-    if total > max_elements:
-        raise BuildError(
-            f"the model holds {total} elements in parameters and buffers (measured on the "
-            f"meta device, before building it), over the limit of {max_elements} "
-            "(the exportcheck_max_elements ini option); raise it if the machine can hold them"
-        )
 
 
 def _build(case: Case, device: str) -> tuple[torch.nn.Module, Inputs]:

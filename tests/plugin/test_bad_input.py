@@ -193,3 +193,16 @@ def test_the_summary_line_carries_the_headline_under_xdist(project: pytest.Pytes
     result.stdout.fnmatch_lines(
         ["FAILED cases/main.yaml::mlp::parity[[]export-cpu[]] - [[]parity[]] step 2: output: 8*"]
     )
+
+
+def test_the_tensor_size_limit_comes_from_the_ini(project: pytest.Pytester) -> None:
+    write_cases(project, MLP_CASE.replace("[2, 4]", "[100, 100]"))
+    project.makeini("[pytest]\nexportcheck_max_elements = 1000\n")
+    result = project.runpytest("--exportcheck")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*[[]case[]] cases/main.yaml:5: tensor of shape [[]100, 100[]] has 10000 elements, "
+            "over the limit of 1000 (the exportcheck_max_elements ini option)"
+        ]
+    )

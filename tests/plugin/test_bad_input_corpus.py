@@ -73,15 +73,6 @@ class HoldsALock(nn.Module):
         return self.lin(x)
 
 
-class Huge(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.lin = nn.Linear(100_000, 100_000)  # 10^10 weights: 40 GB in float32
-
-    def forward(self, x):
-        return self.lin(x)
-
-
 class Unsupported(nn.Module):
     def forward(self, x):
         return torch.from_numpy(x.numpy() * 2)  # a round trip through numpy: export cannot
@@ -206,10 +197,6 @@ VARIANTS = [
             "not a torch.nn.Module"),
     Variant("not_copyable", with_model("models.py:HoldsALock"), "case",
             "[[]case[]] cases/not_copyable.yaml:2: the model cannot be deep-copied*"),
-    Variant("huge_model", with_model("models.py:Huge"), "case",
-            "[[]case[]] cases/huge_model.yaml:2: the model holds 10000100000 elements in "
-            "parameters and buffers (measured on the meta device, before building it), over "
-            "the limit of 268435456*"),
     Variant("factory_raises", case("model: {target: models.py:Mlp}\n"
                                    "inputs: {factory: models.py:raising_inputs}"), "case",
             "[[]case[]] cases/factory_raises.yaml:2: input factory models.py:raising_inputs "

@@ -100,3 +100,53 @@ def test_parity_over_several_steps_names_the_step(project: pytest.Pytester) -> N
 def test_eager_runs_in_the_grad_mode_export_traces_in(project: pytest.Pytester) -> None:
     write_cases(project, MLP_CASE.replace("Mlp", "GradModeBranch"))
     project.runpytest("--exportcheck").assert_outcomes(passed=4)
+
+
+KEYLESS_OUTPUT = """
+import torch
+from torch.utils import _pytree as pytree
+
+
+class Out:
+    def __init__(self, y):
+        self.y = y
+
+
+# As transformers registers ModelOutput: no flatten_with_keys_fn, so no key paths.
+pytree.register_pytree_node(Out, lambda o: ([o.y], None), lambda leaves, _: Out(leaves[0]))
+
+
+class ReturnsOut(torch.nn.Module):
+    def __init__(self, shift: float = 0.0):
+        super().__init__()
+        self.lin = torch.nn.Linear(2, 2)
+        self.shift = shift
+
+    def forward(self, x):
+        y = self.lin(x)
+        if torch.compiler.is_compiling() and self.shift:
+            y = y + self.shift
+        return Out(y)
+"""
+
+
+@pytest.mark.parametrize(("shift", "outcome"), [(0.0, {"passed": 1}), (0.5, {"failed": 1})])
+def test_an_output_node_without_key_paths_is_compared_leaf_by_leaf(
+    project: pytest.Pytester, shift: float, outcome: dict[str, int]
+) -> None:
+    (project.path / "cases" / "keyless.py").write_text(KEYLESS_OUTPUT)
+    write_cases(
+        project,
+        f"""
+        cases:
+          keyless:
+            description: an output container registered without flatten_with_keys_fn
+            model: {{target: keyless.py:ReturnsOut, kwargs: {{shift: {shift}}}}}
+            inputs: {{args: [{{shape: [3, 2]}}]}}
+            checks: [parity]
+        """,
+    )
+    result = project.runpytest("--exportcheck")
+    result.assert_outcomes(**outcome)
+    if shift:
+        result.stdout.fnmatch_lines(["*output.leaf[[]0[]]: * elements outside tolerance*"])
