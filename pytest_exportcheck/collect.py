@@ -152,27 +152,13 @@ class CheckItem(pytest.Item):
         return keys
 
     def runtest(self) -> None:
-        from pytest_exportcheck import compat
-        from pytest_exportcheck.checks import not_applicable
         from pytest_exportcheck.compare import tracking_errors
-        from pytest_exportcheck.devices import unavailable_reason
         from pytest_exportcheck.failures import CheckFailure, ExportCheckError, InternalError, Note
         from pytest_exportcheck.isolation import seeded
-        from pytest_exportcheck.spec.requirements import unmet
+        from pytest_exportcheck.item_run import NotRunnable, skip_reason
         from pytest_exportcheck.stages import time_limit
 
-        if self.case.requires_torch and not compat.satisfies(self.case.requires_torch):
-            _skip_here(
-                f"the case needs torch {self.case.requires_torch}; "
-                f"installed: {compat.torch_version()}"
-            )
-        reason = unmet(self.case.requires)
-        if reason is not None:
-            _skip_here(reason)
-        reason = not_applicable(self.check, self.capture, self.device)
-        if reason is not None:
-            _skip_here(f"not applicable: {reason}")
-        reason = unavailable_reason(self.device) or self._capture_unavailable()
+        reason = skip_reason(self.case, self.check, self.capture, self.device)
         if reason is not None:
             _skip_here(reason)
         # Under xdist: where this worker is, should the model kill it (crashes.py).
@@ -187,6 +173,8 @@ class CheckItem(pytest.Item):
                 finally:
                     if errors.max_abs_err is not None:
                         self._set_property("exportcheck_max_abs_err", errors.max_abs_err)
+        except NotRunnable as exc:
+            _skip_here(exc.reason)
         except ExportCheckError:
             raise
         except Exception as exc:
@@ -202,36 +190,29 @@ class CheckItem(pytest.Item):
         return float(self._session.timeout)
 
     def _describe_timeout(self, stage: str) -> str:
+        from pytest_exportcheck.item_run import timeout_message
+
         source = "the case's timeout" if self.case.timeout is not None else "exportcheck_timeout"
-        return (
-            f"{self.case.location}: still in the {stage} stage after {self._seconds_allowed():g} s "
-            f"({source}); stopped, the rest of the run goes on"
-        )
-
-    def _capture_unavailable(self) -> str | None:
-        from pytest_exportcheck.capture import unavailable
-        from pytest_exportcheck.capture.moved import moved_unavailable
-
-        reason = unavailable(self.capture)
-        if reason is None and self.check == "moved":
-            reason = moved_unavailable()
-        return reason
+        return timeout_message(self.case, self._seconds_allowed(), source, stage)
 
     def _check(self) -> list[str]:
-        from pytest_exportcheck.checks import CHECKS, VALUE_CHECKS
+        from pytest_exportcheck.checks import VALUE_CHECKS
+        from pytest_exportcheck.item_run import check_record, record_for
         from pytest_exportcheck.stages import stage
 
-        record = self._session.record_for(self)
+        breadcrumb = self._session.breadcrumb
+        record = record_for(self.check, self.capture, self.device, self._session.source_for(self))
         self._set_property("exportcheck_capture_seconds", round(record.seconds, 4))
         if self.check in VALUE_CHECKS:
-            with stage("eager"), self._session.breadcrumb.at("eager", self.subject_key()):
-                unsound = record.subject.unsound
-            if unsound is not None:
-                raise unsound
-        with stage(self.check), self._session.breadcrumb.at(self.check):
+            # Eager's soundness runs eager again (cached on the subject): a crash
+            # there condemns the case, as one in building eager does.
+            with stage("eager"), breadcrumb.at("eager", self.subject_key()):
+                record.subject.unsound  # noqa: B018
+        with breadcrumb.at(self.check):
             if self.check == "recorded":
-                return self._recorded(record)
-            return CHECKS[self.check](self.case, record)
+                with stage(self.check):
+                    return self._recorded(record)
+            return check_record(self.case, self.check, record)
 
     def _recorded(self, record: Any) -> list[str]:
         from pytest_exportcheck.checks.recorded import check_recorded, observe
@@ -286,9 +267,13 @@ class CheckItem(pytest.Item):
 
     def _graph_evidence(self, findings: str) -> str:
         from pytest_exportcheck.checks.evidence import graph_excerpt
+        from pytest_exportcheck.item_run import record_for
 
         try:
-            excerpt = graph_excerpt(self._session.record_for(self), findings)
+            source = self._session.source_for(self)
+            excerpt = graph_excerpt(
+                record_for(self.check, self.capture, self.device, source), findings
+            )
         except Exception:  # evidence is a courtesy; the failure itself is already told
             return ""
         if excerpt is None:
@@ -314,17 +299,11 @@ class ConsistencyItem(CheckItem):
             *((*self.subject_key(), capture) for capture in self.case.captures),
         ]
 
-    def _capture_unavailable(self) -> str | None:
-        return None  # captures torch lacks are left out of the comparison
-
     def _check(self) -> list[str]:
-        from pytest_exportcheck.checks.consistency import check_consistency
+        from pytest_exportcheck.item_run import compare_captures
 
-        records, left_out = self._session.records_for_consistency(self)
-        if len(records) < 2:
-            why = "; ".join(f"{capture}: {reason}" for capture, reason in left_out.items())
-            _skip_here(f"fewer than two captures to compare ({why})")
-        return check_consistency(self.case, records, left_out)
+        with self._session.breadcrumb.at(self.check):
+            return compare_captures(self.case, self.device, self._session.source_for(self))
 
 
 class BrokenCaseItem(pytest.Item):

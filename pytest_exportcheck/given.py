@@ -12,18 +12,15 @@ from __future__ import annotations
 
 import time
 import traceback
-from typing import NoReturn
 
 import torch
 
 from pytest_exportcheck.api import ItemResult, Outcome
-from pytest_exportcheck.capture import CaptureRecord, capture, unavailable
-from pytest_exportcheck.checks import CHECKS, VALUE_CHECKS, not_applicable
+from pytest_exportcheck.capture import CaptureRecord, capture
 from pytest_exportcheck.collect import consistency_name, item_name
 from pytest_exportcheck.compare import tracking_errors
-from pytest_exportcheck.devices import free_memory, is_accelerator, unavailable_reason
+from pytest_exportcheck.devices import free_memory, is_accelerator
 from pytest_exportcheck.failures import (
-    CaptureError,
     CaseError,
     CheckFailure,
     ExportCheckError,
@@ -31,6 +28,15 @@ from pytest_exportcheck.failures import (
     Note,
 )
 from pytest_exportcheck.isolation import clone_tree, private_copy, seeded, to_device
+from pytest_exportcheck.item_run import (
+    Failed,
+    NotRunnable,
+    check_record,
+    compare_captures,
+    record_for,
+    skip_reason,
+    timeout_message,
+)
 from pytest_exportcheck.spec import Case
 from pytest_exportcheck.stages import StageTimeout, stage, time_limit
 from pytest_exportcheck.subject import Inputs, Subject
@@ -74,25 +80,6 @@ class GivenSubject(Subject):
         self._model, self._inputs = model, inputs
 
 
-class _Skip(Exception):
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-class _Failed:
-    """A memoized failure of a stage and the item that reported it in full (as the session)."""
-
-    def __init__(self, error: Failure, reported_by: str) -> None:
-        self.error = error
-        self.reported_by = reported_by
-
-    def raise_for(self, name: str) -> NoReturn:
-        if self.reported_by == name:
-            raise self.error
-        raise self.error.as_dependency(self.reported_by)
-
-
 class GivenRun:
     """Every item of one call, run in collection order with per-call caches."""
 
@@ -116,8 +103,8 @@ class GivenRun:
         self.devices = devices
         self.timeout = timeout or 0.0
         self.timeout_source = timeout_source
-        self._subjects: dict[str, Subject | _Failed] = {}
-        self._captures: dict[tuple[str, str], CaptureRecord | _Failed] = {}
+        self._subjects: dict[str, Subject | Failed] = {}
+        self._captures: dict[tuple[str, str], CaptureRecord | Failed] = {}
 
     def run(self) -> list[ItemResult]:
         results: list[ItemResult] = []
@@ -150,19 +137,28 @@ class GivenRun:
                 name, check, capture_name, device, outcome, message, headline, seconds, max_abs_err
             )
 
-        reason = self._skip_reason(check, capture_name, device)
+        if check == "moved" and not is_accelerator(device):
+            return result(
+                "skipped", "not applicable: moved compares an accelerator with its moved CPU export"
+            )
+        reason = skip_reason(self.case, check, capture_name, device)
         if reason is not None:
             return result("skipped", reason)
+        source = _CallSource(self, name)
         try:
             limit = time_limit(self.timeout, self._describe_timeout)
             with seeded(self.case.seed), tracking_errors() as errors, limit:
                 try:
-                    findings = self._check(name, check, capture_name, device)
+                    if check == "consistency":
+                        findings = compare_captures(self.case, device, source)
+                    else:
+                        record = record_for(check, capture_name, device, source)
+                        findings = check_record(self.case, check, record)
                 finally:
                     max_abs_err = errors.max_abs_err
             if any(not isinstance(f, Note) for f in findings):
                 raise CheckFailure(check, findings)
-        except _Skip as skip:
+        except NotRunnable as skip:
             return result("skipped", skip.reason)
         except (ExportCheckError, StageTimeout) as error:
             return result("failed", self._render(error, capture_name, device), error.headline)
@@ -173,66 +169,6 @@ class GivenRun:
             return result("failed", self._render(error, capture_name, device), error.headline)
         return result("passed")
 
-    def _skip_reason(self, check: str, capture_name: str, device: str) -> str | None:
-        """Why an item is skipped before it runs, in the words of ``CheckItem.runtest``."""
-        if check == "moved" and not is_accelerator(device):
-            return "not applicable: moved compares an accelerator with its moved CPU export"
-        reason = not_applicable(check, capture_name, device)
-        if reason is not None:
-            return f"not applicable: {reason}"
-        reason = unavailable_reason(device)
-        if reason is None and check != "consistency":
-            reason = unavailable(capture_name)
-            if reason is None and check == "moved":
-                from pytest_exportcheck.capture.moved import moved_unavailable
-
-                reason = moved_unavailable()
-        return reason
-
-    def _check(self, name: str, check: str, capture_name: str, device: str) -> list[str]:
-        if check == "consistency":
-            from pytest_exportcheck.checks.consistency import check_consistency
-
-            records, left_out = self._records_for_consistency(name, device)
-            if len(records) < 2:
-                why = "; ".join(f"{capture}: {reason}" for capture, reason in left_out.items())
-                raise _Skip(f"fewer than two captures to compare ({why})")
-            with stage(check):
-                return check_consistency(self.case, records, left_out)
-        if check == "moved":
-            from pytest_exportcheck.capture.moved import move_capture
-
-            cpu_record = self._capture(name, "cpu", capture_name)
-            record = move_capture(cpu_record, self._subject(name, device))
-        else:
-            record = self._capture(name, device, capture_name)
-        if check in VALUE_CHECKS:
-            # As CheckItem._check (work in progress there): a value check needs a sound
-            # eager reference. getattr: a Subject without ``unsound`` has no such rule yet.
-            with stage("eager"):
-                unsound = getattr(record.subject, "unsound", None)
-            if unsound is not None:
-                raise unsound
-        with stage(check):
-            return CHECKS[check](self.case, record)
-
-    def _records_for_consistency(
-        self, name: str, device: str
-    ) -> tuple[dict[str, CaptureRecord], dict[str, str]]:
-        self._subject(name, device)  # a broken model or eager fails the item itself
-        records: dict[str, CaptureRecord] = {}
-        left_out: dict[str, str] = {}
-        for capture_name in self.case.captures:
-            reason = unavailable(capture_name)
-            if reason is not None:
-                left_out[capture_name] = reason
-                continue
-            try:
-                records[capture_name] = self._capture(name, device, capture_name)
-            except CaptureError as exc:
-                left_out[capture_name] = exc.headline
-        return records, left_out
-
     def _capture(self, name: str, device: str, capture_name: str) -> CaptureRecord:
         subject = self._subject(name, device)
         key = (device, capture_name)
@@ -242,9 +178,9 @@ class GivenRun:
                 with stage("capture"):
                     cached = capture(capture_name, subject)
             except (ExportCheckError, StageTimeout) as exc:
-                cached = _Failed(exc, name)
+                cached = Failed(exc, name)
             self._captures[key] = cached
-        if isinstance(cached, _Failed):
+        if isinstance(cached, Failed):
             cached.raise_for(name)
         return cached
 
@@ -257,9 +193,9 @@ class GivenRun:
                 with stage("eager"):
                     cached.eager  # noqa: B018 - an eager forward that raises is a case error
             except (ExportCheckError, StageTimeout) as exc:
-                cached = _Failed(exc, name)
+                cached = Failed(exc, name)
             self._subjects[device] = cached
-        if isinstance(cached, _Failed):
+        if isinstance(cached, Failed):
             cached.raise_for(name)
         return cached
 
@@ -274,10 +210,7 @@ class GivenRun:
         free_memory(device)
 
     def _describe_timeout(self, stage_name: str) -> str:
-        return (
-            f"{self.case.location}: still in the {stage_name} stage after {self.timeout:g} s "
-            f"({self.timeout_source}); stopped, the rest of the run goes on"
-        )
+        return timeout_message(self.case, self.timeout, self.timeout_source, stage_name)
 
     def _render(self, error: Failure, capture_name: str, device: str) -> str:
         """The text ``CheckItem.repr_failure`` prints for this error (short traceback style)."""
@@ -286,3 +219,17 @@ class GivenRun:
         if error.stage == "internal" and error.__cause__ is not None:  # a bug: its traceback too
             text += "\n\n" + "".join(traceback.format_exception(error.__cause__)).rstrip()
         return text
+
+
+class _CallSource:
+    """A call's caches seen from one item: failures are memoized under its name."""
+
+    def __init__(self, run: GivenRun, item: str) -> None:
+        self.run = run
+        self.item = item
+
+    def subject(self, device: str) -> Subject:
+        return self.run._subject(self.item, device)
+
+    def capture(self, device: str, name: str) -> CaptureRecord:
+        return self.run._capture(self.item, device, name)

@@ -15,11 +15,11 @@ import gc
 from collections import Counter, OrderedDict
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_exportcheck.crashes import Breadcrumb, CrashLog, WorkerCrash
+from pytest_exportcheck.crashes import Breadcrumb, CrashLog
 from pytest_exportcheck.devices import (
     DeviceError,
     discover,
@@ -27,12 +27,12 @@ from pytest_exportcheck.devices import (
     parse_request,
     select,
 )
+from pytest_exportcheck.item_run import Failed, Source
 from pytest_exportcheck.stages import StageTimeout, stage
 
 if TYPE_CHECKING:
     from pytest_exportcheck.capture import CaptureRecord
     from pytest_exportcheck.collect import CheckItem
-    from pytest_exportcheck.failures import ExportCheckError
     from pytest_exportcheck.spec import Case
     from pytest_exportcheck.subject import Subject
 
@@ -40,20 +40,6 @@ Key = tuple[str, ...]
 WORKER_DEVICES = "exportcheck_devices"  # workerinput key: the controller's discovery
 WORKER_RECORDINGS = "exportcheck_recordings"  # workeroutput key: observations for the controller
 WORKER_CRASHES = "exportcheck_crashes"  # workerinput key: the controller's crash log directory
-
-
-class _Failed:
-    """A memoized failure of a stage, and the node that reported it in full."""
-
-    def __init__(self, error: ExportCheckError | StageTimeout, reported_by: str) -> None:
-        self.error = error
-        self.reported_by = reported_by
-
-    def raise_for(self, item: CheckItem) -> NoReturn:
-        """The full error for the item that met it first; a one-line pointer for the others."""
-        if self.reported_by == item.nodeid:
-            raise self.error
-        raise self.error.as_dependency(self.reported_by)
 
 
 class DeviceSelection:
@@ -121,8 +107,8 @@ class ExportCheckSession:
             update=bool(config.getoption("exportcheck_update")), minor=torch_minor()
         )
         self._recording_lines: list[str] = []
-        self._subjects: dict[Key, Subject | _Failed] = {}
-        self._captures: OrderedDict[Key, CaptureRecord | _Failed] = OrderedDict()
+        self._subjects: dict[Key, Subject | Failed] = {}
+        self._captures: OrderedDict[Key, CaptureRecord | Failed] = OrderedDict()
         self._remaining: Counter[Key] = Counter()
         self._heap_frozen = False
         self._node_errors: dict[str, object] = {}
@@ -221,42 +207,14 @@ class ExportCheckSession:
 
         return make_scheduler(config, log)
 
-    def record_for(self, item: CheckItem) -> CaptureRecord:
-        """The capture an item checks; a ``moved`` item gets the CPU export moved to its device."""
-        if item.check != "moved":
-            return self._capture(item, item.device)
-        from pytest_exportcheck.capture.moved import move_capture
+    def source_for(self, item: CheckItem) -> Source:
+        """The subjects and captures ``item`` may use, cached for the whole run."""
+        return _ItemSource(self, item)
 
-        # One item per move, so a failure to move is reported in full right here.
-        return move_capture(self._capture(item, "cpu"), self._subject(item, item.device))
-
-    def records_for_consistency(
-        self, item: CheckItem
-    ) -> tuple[dict[str, CaptureRecord], dict[str, str]]:
-        """Every capture of the item's case on its device; those that failed or that
-        torch lacks are left out, with why (their own items report them)."""
-        from pytest_exportcheck.capture import unavailable
-        from pytest_exportcheck.failures import CaptureError
-
-        self._subject(item, item.device)  # a broken case or eager fails the item itself
-        records: dict[str, CaptureRecord] = {}
-        left_out: dict[str, str] = {}
-        for name in item.case.captures:
-            reason = unavailable(name)
-            if reason is not None:
-                left_out[name] = reason
-                continue
-            try:
-                records[name] = self._capture(item, item.device, name)
-            except (CaptureError, WorkerCrash) as exc:
-                left_out[name] = exc.headline
-        return records, left_out
-
-    def _capture(self, item: CheckItem, device: str, name: str | None = None) -> CaptureRecord:
+    def _capture(self, item: CheckItem, device: str, name: str) -> CaptureRecord:
         from pytest_exportcheck.capture import capture
         from pytest_exportcheck.failures import ExportCheckError
 
-        name = name or item.capture
         subject = self._subject(item, device)
         key = (*item.subject_key(device), name)
         cached = self._captures.get(key)
@@ -266,13 +224,13 @@ class ExportCheckSession:
                 with stage("capture"), self.breadcrumb.at("capture", key):
                     cached = capture(name, subject)
             except (ExportCheckError, StageTimeout) as exc:
-                cached = _Failed(exc, item.nodeid)
+                cached = Failed(exc, item.nodeid)
             self._captures[key] = cached
             while len(self._captures) > self.max_captures:
                 self._captures.popitem(last=False)
         self._captures.move_to_end(key)
-        if isinstance(cached, _Failed):
-            cached.raise_for(item)
+        if isinstance(cached, Failed):
+            cached.raise_for(item.nodeid)
         return cached
 
     def _subject(self, item: CheckItem, device: str) -> Subject:
@@ -295,14 +253,14 @@ class ExportCheckSession:
                 with stage("eager"), self.breadcrumb.at("eager", key):
                     cached.eager  # noqa: B018 - an eager forward that raises is a case error
             except (ExportCheckError, StageTimeout) as exc:
-                cached = _Failed(exc, item.nodeid)
+                cached = Failed(exc, item.nodeid)
             self._subjects[key] = cached
             # Subjects are bounded like captures: an xdist worker's counts include
             # items other workers run, so counting alone would keep every model.
             while len(self._subjects) > self.max_captures:
                 self._subjects.pop(next(iter(self._subjects)))
-        if isinstance(cached, _Failed):
-            cached.raise_for(item)
+        if isinstance(cached, Failed):
+            cached.raise_for(item.nodeid)
         return cached
 
     def _raise_if_crashed(self, key: Key) -> None:
@@ -330,3 +288,17 @@ class ExportCheckSession:
     def cached_captures(self) -> list[Key]:
         """For tests: the keys of captures alive now."""
         return list(self._captures)
+
+
+class _ItemSource:
+    """The session's caches seen from one item: failures are memoized under its node id."""
+
+    def __init__(self, session: ExportCheckSession, item: CheckItem) -> None:
+        self.session = session
+        self.item = item
+
+    def subject(self, device: str) -> Subject:
+        return self.session._subject(self.item, device)
+
+    def capture(self, device: str, name: str) -> CaptureRecord:
+        return self.session._capture(self.item, device, name)

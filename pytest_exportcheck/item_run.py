@@ -1,0 +1,146 @@
+"""How one item runs, with or without pytest: why it is skipped, and the check it makes.
+
+Two callers run items: the YAML items (``collect.py``, with the session's
+caches shared across a whole run) and the Python API (``given.py``, with
+caches for one call). Both ask the same questions in the same order through
+this module, so a model checked either way is skipped, gated and reported in
+the same words. What differs is only where subjects and captures come from: a
+:class:`Source`, which builds them once and memoizes failures as
+:class:`Failed`, so the item that met a failure reports it in full and the
+others point at it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, NoReturn, Protocol
+
+from pytest_exportcheck.stages import StageTimeout, stage
+
+if TYPE_CHECKING:
+    from pytest_exportcheck.capture import CaptureRecord
+    from pytest_exportcheck.failures import ExportCheckError
+    from pytest_exportcheck.spec import Case
+    from pytest_exportcheck.subject import Subject
+
+
+class Source(Protocol):
+    """Where an item's subject and captures come from (built once, failures memoized)."""
+
+    def subject(self, device: str) -> Subject: ...
+
+    def capture(self, device: str, name: str) -> CaptureRecord: ...
+
+
+class NotRunnable(Exception):
+    """The item cannot say anything here; it is skipped with ``reason``."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Failed:
+    """A memoized failure of a stage, and the item that reported it in full."""
+
+    def __init__(self, error: ExportCheckError | StageTimeout, reported_by: str) -> None:
+        self.error = error
+        self.reported_by = reported_by
+
+    def raise_for(self, item: str) -> NoReturn:
+        """The full error for the item that met it first; a one-line pointer for the others."""
+        if self.reported_by == item:
+            raise self.error
+        raise self.error.as_dependency(self.reported_by)
+
+
+def skip_reason(case: Case, check: str, capture: str, device: str) -> str | None:
+    """Why an item is skipped before anything is built, or None if it runs.
+
+    In this order: the case's ``torch:`` and ``requires:``, a check that means
+    nothing for this capture or device ("not applicable: ..."), a device this
+    machine lacks, a capture path (or ``move_to_device_pass``) the installed
+    torch lacks. ``consistency`` compares what there is: captures torch lacks
+    are left out of it, not a reason to skip it.
+    """
+    from pytest_exportcheck import compat
+    from pytest_exportcheck.capture import unavailable
+    from pytest_exportcheck.capture.moved import moved_unavailable
+    from pytest_exportcheck.checks import not_applicable
+    from pytest_exportcheck.devices import unavailable_reason
+    from pytest_exportcheck.spec.requirements import unmet
+
+    if case.requires_torch and not compat.satisfies(case.requires_torch):
+        return f"the case needs torch {case.requires_torch}; installed: {compat.torch_version()}"
+    reason = unmet(case.requires)
+    if reason is not None:
+        return reason
+    reason = not_applicable(check, capture, device)
+    if reason is not None:
+        return f"not applicable: {reason}"
+    reason = unavailable_reason(device)
+    if reason is None and check != "consistency":
+        reason = unavailable(capture)
+        if reason is None and check == "moved":
+            reason = moved_unavailable()
+    return reason
+
+
+def record_for(check: str, capture: str, device: str, source: Source) -> CaptureRecord:
+    """The capture an item checks; a ``moved`` item gets the CPU capture moved to its device."""
+    if check != "moved":
+        return source.capture(device, capture)
+    from pytest_exportcheck.capture.moved import move_capture
+
+    # One item per move, so a failure to move is reported in full by that item.
+    return move_capture(source.capture("cpu", capture), source.subject(device))
+
+
+def check_record(case: Case, check: str, record: CaptureRecord) -> list[str]:
+    """Run one check on one capture; a value check first needs eager fit to compare with."""
+    from pytest_exportcheck.checks import CHECKS, VALUE_CHECKS
+
+    if check in VALUE_CHECKS:
+        with stage("eager"):
+            unsound = record.subject.unsound  # see soundness.py
+        if unsound is not None:
+            raise unsound
+    with stage(check):
+        return CHECKS[check](case, record)
+
+
+def compare_captures(case: Case, device: str, source: Source) -> list[str]:
+    """The ``consistency`` check: every capture of the case on ``device``, compared.
+
+    Captures that failed or that torch lacks are left out, with why (their own
+    items report them); with fewer than two left there is nothing to compare.
+    """
+    from pytest_exportcheck.capture import unavailable
+    from pytest_exportcheck.checks.consistency import check_consistency
+    from pytest_exportcheck.crashes import WorkerCrash
+    from pytest_exportcheck.failures import CaptureError
+
+    source.subject(device)  # a broken case or eager fails the item itself
+    records: dict[str, CaptureRecord] = {}
+    left_out: dict[str, str] = {}
+    for name in case.captures:
+        reason = unavailable(name)
+        if reason is not None:
+            left_out[name] = reason
+            continue
+        try:
+            records[name] = source.capture(device, name)
+        except (CaptureError, WorkerCrash) as exc:
+            left_out[name] = exc.headline
+    if len(records) < 2:
+        why = "; ".join(f"{capture}: {reason}" for capture, reason in left_out.items())
+        raise NotRunnable(f"fewer than two captures to compare ({why})")
+    with stage("consistency"):
+        return check_consistency(case, records, left_out)
+
+
+def timeout_message(case: Case, seconds: float, source: str, stage_name: str) -> str:
+    """The ``[timeout]`` message: where the item was when its ``seconds`` ran out."""
+    return (
+        f"{case.location}: still in the {stage_name} stage after {seconds:g} s ({source}); "
+        "stopped, the rest of the run goes on"
+    )
