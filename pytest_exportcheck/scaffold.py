@@ -124,6 +124,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     where.add_argument("--out-dir", type=Path, metavar="DIR",
                        help="with stdout: the directory the YAML will be saved in "
                        "(file targets are made relative to it; default: the current one)")
+    add("--timeout", type=float, default=600.0, metavar="SECONDS",
+        help="time limit for building and eager, and for each capture (0: none; default 600)")
     add("--force", action="store_true", help="with -o: overwrite an existing file")
     add("--traceback", action="store_true",
         help="print the whole failure message and its traceback")
@@ -182,7 +184,7 @@ def scaffold(args: argparse.Namespace, argv: list[str]) -> tuple[str, list[tuple
 
     from pytest_exportcheck.scaffold_run import observe
 
-    observations, eager = observe(case, args.traceback)
+    observations, eager = observe(case, args.traceback, args.timeout)
     warnings = [why for o in observations for why in _warning(o)]
     header = header_lines(args.target, argv, case.seed, yaml_path.parent)
     note = None

@@ -30,30 +30,45 @@ from pytest_exportcheck.failures import (
 from pytest_exportcheck.scaffold import ScaffoldError
 from pytest_exportcheck.scaffold_yaml import CaptureObservation
 from pytest_exportcheck.spec.case import Case
+from pytest_exportcheck.stages import StageTimeout, stage, time_limit
 from pytest_exportcheck.subject import Subject
 
 EagerFacts = tuple[list[str], list[str], dict[str, tuple[str, ...]]]
 
 
-def observe(case: Case, show_tracebacks: bool) -> tuple[list[CaptureObservation], EagerFacts]:
+def observe(
+    case: Case, show_tracebacks: bool, timeout: float = 600.0
+) -> tuple[list[CaptureObservation], EagerFacts]:
     """Each capture's observation, and eager's modules, mutated buffers and tensor aliases.
 
     A broken case or eager forward raises :class:`ScaffoldError` (there is
-    nothing true to write down); a capture that raises is an observation too.
+    nothing true to write down); a capture that raises, or runs past
+    ``timeout``, is an observation too.
     """
     with contextlib.redirect_stdout(sys.stderr):  # stdout is the YAML's; a model may print
-        return _observe(case, show_tracebacks)
+        return _observe(case, show_tracebacks, timeout)
 
 
-def _observe(case: Case, show_tracebacks: bool) -> tuple[list[CaptureObservation], EagerFacts]:
+def _observe(
+    case: Case, show_tracebacks: bool, timeout: float
+) -> tuple[list[CaptureObservation], EagerFacts]:
+    def limit() -> contextlib.AbstractContextManager[None]:
+        return time_limit(timeout, lambda where: f"still in the {where} stage after {timeout:g} s")
+
     try:
-        subject = Subject(case)
+        with stage("case"), limit():
+            subject = Subject(case)
     except CaseError as exc:
         raise ScaffoldError("case", _unlocated(exc.message, case)) from exc.__cause__
+    except StageTimeout as exc:
+        raise ScaffoldError("timeout", f"{exc.message} (--timeout)") from None
     try:
-        eager = subject.eager
+        with stage("eager"), limit():
+            eager = subject.eager
     except EagerError as exc:
         raise ScaffoldError("eager", _unlocated(exc.message, case)) from exc.__cause__
+    except StageTimeout as exc:
+        raise ScaffoldError("timeout", f"{exc.message} (--timeout)") from None
     model = subject.pristine_model
     buffers = {name for name, _ in model.named_buffers(remove_duplicate=False)}
     facts: EagerFacts = (
@@ -61,7 +76,15 @@ def _observe(case: Case, show_tracebacks: bool) -> tuple[list[CaptureObservation
         sorted(eager.mutated_state & buffers),
         dict(subject.tensor_groups),
     )
-    return [_observe_capture(subject, name, show_tracebacks) for name in case.captures], facts
+    observations = []
+    for name in case.captures:
+        try:
+            with stage("capture"), limit():
+                observations.append(_observe_capture(subject, name, show_tracebacks))
+        except StageTimeout as exc:  # a hang is the capture's failure, as in the plugin
+            failure = f"[timeout] {exc.message} (--timeout)"
+            observations.append(CaptureObservation(name, failure=failure))
+    return observations, facts
 
 
 def _observe_capture(subject: Subject, name: str, show_tracebacks: bool) -> CaptureObservation:

@@ -214,3 +214,27 @@ def test_command_line_entry(project: pytest.Pytester) -> None:
     placeholders = case["expect"]["placeholders"]
     assert [p["name"] for p in placeholders["export"]] == ["p_emb_weight", "p_head_weight", "ids"]
     assert [p["name"] for p in placeholders["export-strict"]] == ["p_emb_weight", "ids"]
+
+
+def test_a_hanging_forward_stops_at_the_time_limit(
+    project: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["cases/models.py:HangsInForward", "--input", "2x4", "--timeout", "0.5"]
+    status, out, err = scaffold(project, capsys, *argv)
+    assert (status, out) == (2, "")
+    assert err.startswith(
+        "exportcheck new: [timeout] still in the eager stage after 0.5 s (--timeout)"
+    )
+
+
+def test_a_hanging_export_is_written_down_as_the_capture_s_failure(
+    project: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["cases/models.py:HangsWhileExported", "--input", "2x4", "--timeout", "0.5"]
+    status, out, err = scaffold(project, capsys, *argv)
+    assert status == 1  # written, but no capture succeeded
+    assert "[timeout] still in the capture stage after 0.5 s" in err  # warned, too
+    case = yaml.safe_load(out)["cases"]["hangs_while_exported"]
+    assert case["xfail"][0]["reason"].startswith(
+        "scaffold: [timeout] still in the capture stage after 0.5 s"
+    )
