@@ -35,9 +35,12 @@ def line_of(pytester: pytest.Pytester, filename: str, text: str) -> int:
 
 def findings(result: pytest.RunResult) -> list[str]:
     """The check's report lines (``[check] ... failed`` and its ``- finding`` lines),
-    without pytest's ``E`` prefix and with every ``file:line`` replaced by ``<here>``."""
+    without pytest's ``E`` prefix and with every ``file:line`` replaced by ``<here>``.
+    The short summary is left out: with ``CI`` set pytest prints whole messages there."""
     found = []
     for line in result.outlines:
+        if "short test summary info" in line:
+            break
         text = re.sub(r"^E\s+", "", line)
         if re.match(r"(\[\w+\] \w+ check failed|- )", text):
             found.append(re.sub(r"[\w/.]+\.(yaml|py):\d+", "<here>", text))
