@@ -253,7 +253,7 @@ class CheckItem(pytest.Item):
             return super().repr_failure(excinfo, style=style)
         self._set_property("exportcheck_stage", error.stage)
         where = f"{self.case.location}: case {self.case.name}, {self.capture} on {self.device}"
-        text = f"{error.headline}\n{where}\n{error.render()}"
+        text = failure_text(error, where)
         show_traceback = (
             error.stage == "internal"
             or self.config.get_verbosity() >= 2
@@ -353,6 +353,19 @@ class FailureRepr(TerminalRepr):
     def toterminal(self, tw: TerminalWriter) -> None:
         for line in self.text.splitlines():
             tw.line(line)
+
+
+def failure_text(error: Any, where: str) -> str:
+    """Headline, where, then the rest of the message (its first line is the headline).
+
+    The headline comes first because under xdist the report reaches the
+    controller as text, and summaries read its first line.
+    """
+    body = error.render()
+    first, _, rest = body.partition("\n")
+    if first == error.headline:
+        body = rest
+    return "\n".join(part for part in (error.headline, where, body) if part)
 
 
 def _full_traceback(exc: BaseException) -> str:

@@ -17,7 +17,7 @@ import torch
 
 from pytest_exportcheck.api import ItemResult, Outcome
 from pytest_exportcheck.capture import CaptureRecord, capture
-from pytest_exportcheck.collect import consistency_name, item_name
+from pytest_exportcheck.collect import consistency_name, failure_text, item_name
 from pytest_exportcheck.compare import tracking_errors
 from pytest_exportcheck.devices import free_memory, is_accelerator
 from pytest_exportcheck.failures import (
@@ -215,7 +215,7 @@ class GivenRun:
     def _render(self, error: Failure, capture_name: str, device: str) -> str:
         """The text ``CheckItem.repr_failure`` prints for this error (short traceback style)."""
         where = f"{self.case.location}: case {self.case.name}, {capture_name} on {device}"
-        text = f"{error.headline}\n{where}\n{error.render()}"
+        text = failure_text(error, where)
         if error.stage == "internal" and error.__cause__ is not None:  # a bug: its traceback too
             text += "\n\n" + "".join(traceback.format_exception(error.__cause__)).rstrip()
         return text
