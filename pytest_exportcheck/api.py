@@ -27,7 +27,6 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -255,9 +254,8 @@ def make_case(
     """
     __tracebackhide__ = True
     from pytest_exportcheck.devices import DeviceError, discover, parse_request, select
-    from pytest_exportcheck.spec.load import _best, _build_case, _to_spec_error
-    from pytest_exportcheck.spec.semantics import semantic_errors
-    from pytest_exportcheck.spec.versions import specifier_problems
+    from pytest_exportcheck.spec import SpecError
+    from pytest_exportcheck.spec.load import case_from_mapping
 
     name = name or type(model).__name__
     raw: dict[str, Any] = {
@@ -271,27 +269,24 @@ def make_case(
     raw.update({key: _plain(value) for key, value in optional.items() if value is not None})
     if isinstance(raw.get("checks"), str):
         raw["checks"] = [raw["checks"]]
-    errors = list(_case_validator().iter_errors(raw))
-    if errors:
-        error = _to_spec_error(_best(errors), raw, path)
-        raise InvalidCase(error.message, path, line)
-    problems = [*specifier_problems(raw), *semantic_errors(raw)]
-    problems += [
-        (f"checks: {check!r} cannot run on a model given from Python: {why}", ["checks"])
-        for check, why in NOT_FROM_PYTHON.items()
-        if check in raw.get("checks", ())
-    ]
-    if problems:
-        raise InvalidCase(problems[0][0], path, line)
+    for check, why in NOT_FROM_PYTHON.items():
+        if check in raw.get("checks", ()):
+            raise InvalidCase(
+                f"checks: {check!r} cannot run on a model given from Python: {why}", path, line
+            )
     if checks is None:
         raw["checks"] = [c for c in _all_checks() if c not in NOT_FROM_PYTHON]
+    try:
+        case = case_from_mapping(name, raw, path, line)
+    except SpecError as exc:
+        raise InvalidCase(exc.message, path, line) from None
     try:
         request = parse_request(_names(devices))
     except DeviceError as exc:
         raise InvalidCase(f"devices: {exc}", path, line) from None
     needs_discovery = any(":" not in e and e not in ("cpu", "meta") for e in request)
     chosen = select(request, discover() if needs_discovery else [])
-    return _build_case(name, line, raw, path), chosen
+    return case, chosen
 
 
 def _names(value: Iterable[str] | str) -> list[str]:
@@ -312,16 +307,6 @@ def _all_checks() -> tuple[str, ...]:
     from pytest_exportcheck.spec.case import ALL_CHECKS
 
     return ALL_CHECKS
-
-
-@cache
-def _case_validator() -> Any:
-    """The loader's validator (strict integers and all), rooted at one case."""
-    from pytest_exportcheck.spec.load import _validator
-
-    validator = _validator()
-    defs = validator.schema["$defs"]
-    return validator.evolve(schema={"$ref": "#/$defs/case", "$defs": defs})
 
 
 def _caller() -> tuple[Path, int]:

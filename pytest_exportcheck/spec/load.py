@@ -120,9 +120,7 @@ def load_case_file(path: Path, max_elements: int = MAX_TENSOR_ELEMENTS) -> list[
             error = _to_spec_error(_best(case_errors), document, path)
             loaded.append(LoadedCase(name, line, error=error))
             continue
-        problems = [*specifier_problems(raw), *requirement_problems(raw)]
-        resolved = raw if problems else resolve_when(raw)
-        problems = problems or semantic_errors(resolved, max_elements)
+        problems, resolved = _problems(raw, max_elements)
         if problems:
             message, where = problems[0]
             error = SpecError(message, path, line_of(document, ["cases", name, *where]))
@@ -130,6 +128,39 @@ def load_case_file(path: Path, max_elements: int = MAX_TENSOR_ELEMENTS) -> list[
             continue
         loaded.append(LoadedCase(name, line, case=_build_case(name, line, resolved, path)))
     return loaded
+
+
+def case_from_mapping(
+    name: str, raw: dict[str, Any], path: Path, line: int, max_elements: int = MAX_TENSOR_ELEMENTS
+) -> Case:
+    """One case given as a mapping rather than read from a file (the Python API).
+
+    The same steps as a file's case: the JSON Schema, ``torch:`` and
+    ``requires:``, ``when:``, the cross-field rules. The first problem is
+    raised as a :class:`SpecError` at ``path:line`` (where the mapping was
+    written), with the message a YAML case would get.
+    """
+    errors = list(_case_validator().iter_errors(raw))
+    if errors:
+        raise SpecError(_to_spec_error(_best(errors), raw, path).message, path, line)
+    problems, resolved = _problems(raw, max_elements)
+    if problems:
+        raise SpecError(problems[0][0], path, line)
+    return _build_case(name, line, resolved, path)
+
+
+def _problems(raw: dict[str, Any], max_elements: int) -> tuple[list[Any], dict[str, Any]]:
+    """What the schema cannot say about a case, and the case as the installed torch sees it."""
+    problems = [*specifier_problems(raw), *requirement_problems(raw)]
+    resolved = raw if problems else resolve_when(raw)
+    return problems or semantic_errors(resolved, max_elements), resolved
+
+
+@cache
+def _case_validator() -> Any:
+    """The validator rooted at one case (strict integers and all)."""
+    validator = _validator()
+    return validator.evolve(schema={"$ref": "#/$defs/case", "$defs": validator.schema["$defs"]})
 
 
 def _is_case_name_error(error: Any) -> bool:

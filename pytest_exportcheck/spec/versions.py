@@ -52,7 +52,7 @@ def resolve_when(raw: LineDict) -> LineDict:
                 merged["xfail"] = [*_as_list(merged.get("xfail", [])), *_as_list(value)]
             else:
                 merged[key] = value
-            merged.key_lines[key] = entry.key_lines.get(key, merged.line)
+            merged.key_lines[key] = getattr(entry, "key_lines", {}).get(key, merged.line)
     merged.pop("when", None)
     return merged
 

@@ -757,3 +757,24 @@ def test_accepted_differences_are_loaded(tmp_path):
     assert [(a.row, a.reason) for a in entry.case.expect.accepted_differences] == [
         ("lifted: w", "tied")
     ]
+
+
+def test_a_case_given_as_a_mapping_goes_through_the_file_loader_s_rules(tmp_path):
+    from pytest_exportcheck.spec.load import case_from_mapping
+
+    raw = {"description": "d", "model": {"target": "m.py:M"}, "inputs": {}}
+    where = tmp_path / "test_x.py"
+    case = case_from_mapping("m", {**raw, "requires": ["pyyaml"]}, where, 7)
+    assert (case.name, case.location.endswith("test_x.py:7"), case.requires) == (
+        "m",
+        True,
+        ("pyyaml",),
+    )
+    with pytest.raises(SpecError) as typo:
+        case_from_mapping("m", {**raw, "expect": {"mutated_bufers": []}}, where, 7)
+    assert typo.value.line == 7
+    assert typo.value.message.startswith(
+        "unknown key 'mutated_bufers' in expect (did you mean 'mutated_buffers'?)"
+    )
+    with pytest.raises(SpecError, match="requires: 'x >>= 1' is not a requirement"):
+        case_from_mapping("m", {**raw, "requires": ["x >>= 1"]}, where, 7)
