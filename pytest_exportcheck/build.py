@@ -6,8 +6,10 @@ from typing import Any
 
 import torch
 
+from pytest_exportcheck.allocation import HugeTensorError, refusing_huge_tensors
 from pytest_exportcheck.isolation import seed_everything
 from pytest_exportcheck.spec import Case
+from pytest_exportcheck.spec.semantics import MAX_TENSOR_ELEMENTS
 from pytest_exportcheck.targets import TargetError, resolve_callable
 
 DTYPES: dict[str, torch.dtype] = {
@@ -30,15 +32,21 @@ class BuildError(Exception):
     """The case's model or inputs could not be built (a *case error*, not an export one)."""
 
 
-def build_model(case: Case) -> torch.nn.Module:
+def build_model(case: Case, max_elements: int | None = MAX_TENSOR_ELEMENTS) -> torch.nn.Module:
+    """The case's model; a tensor over ``max_elements`` is refused before it is allocated."""
     spec = case.model
     factory = _resolve(spec.target, case)
-    args = [instantiate(a, case) for a in spec.args]
-    kwargs = {k: instantiate(v, case) for k, v in spec.kwargs.items()}
-    try:
-        model = factory(*args, **kwargs)
-    except Exception as exc:
-        raise BuildError(f"constructing {spec.target} raised {type(exc).__name__}: {exc}") from exc
+    with refusing_huge_tensors(max_elements):
+        args = [instantiate(a, case) for a in spec.args]
+        kwargs = {k: instantiate(v, case) for k, v in spec.kwargs.items()}
+        try:
+            model = factory(*args, **kwargs)
+        except HugeTensorError as exc:
+            raise BuildError(f"constructing {spec.target}: {exc}") from None
+        except Exception as exc:
+            raise BuildError(
+                f"constructing {spec.target} raised {type(exc).__name__}: {exc}"
+            ) from exc
     if not isinstance(model, torch.nn.Module):
         raise BuildError(f"{spec.target} returned a {type(model).__name__}, not a torch.nn.Module")
     model.train(spec.mode == "train")
@@ -56,6 +64,8 @@ def instantiate(value: Any, case: Case) -> Any:
             }
             try:
                 return factory(*args, **kwargs)
+            except HugeTensorError as exc:
+                raise BuildError(f"constructing {value['_target_']}: {exc}") from None
             except Exception as exc:
                 raise BuildError(
                     f"constructing {value['_target_']} raised {type(exc).__name__}: {exc}"
@@ -66,12 +76,19 @@ def instantiate(value: Any, case: Case) -> Any:
     return value
 
 
-def build_inputs(case: Case) -> tuple[tuple[Any, ...], dict[str, Any]]:
+def build_inputs(
+    case: Case, max_elements: int | None = MAX_TENSOR_ELEMENTS
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The case's inputs; a factory's tensor over ``max_elements`` is refused before allocation
+    (the YAML's own tensors were checked against the limit when the case was loaded)."""
     spec = case.inputs
     if "factory" in spec:
         factory = _resolve(spec["factory"], case)
         try:
-            produced = factory(**dict(spec.get("kwargs", {})))
+            with refusing_huge_tensors(max_elements):
+                produced = factory(**dict(spec.get("kwargs", {})))
+        except HugeTensorError as exc:
+            raise BuildError(f"input factory {spec['factory']}: {exc}") from None
         except Exception as exc:
             raise BuildError(
                 f"input factory {spec['factory']} raised {type(exc).__name__}: {exc}"

@@ -109,9 +109,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(
         "exportcheck_max_elements",
         default=str(1 << 28),
-        help="largest tensor, in elements, a case may ask for in its inputs; over it the "
-        "case fails as [case] instead of swapping the machine (default 268435456, 1 GiB "
-        "of float32).",
+        help="largest tensor, in elements, a case may ask for: in its YAML inputs, and from "
+        "torch while its model's constructor or input factory runs (refused before it is "
+        "allocated); over it the case fails as [case] instead of swapping the machine "
+        "(default 268435456, 1 GiB of float32).",
     )
     parser.addini(
         "exportcheck_cache_size",

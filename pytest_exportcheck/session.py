@@ -249,7 +249,7 @@ class ExportCheckSession:
             try:
                 self._raise_if_crashed(key)
                 with stage("case"), self.breadcrumb.at("case", key):
-                    cached = Subject(item.case, device)
+                    cached = Subject(item.case, device, self.max_elements)
                 with stage("eager"), self.breadcrumb.at("eager", key):
                     cached.eager  # noqa: B018 - an eager forward that raises is a case error
             except (ExportCheckError, StageTimeout) as exc:

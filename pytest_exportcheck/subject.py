@@ -26,6 +26,7 @@ from pytest_exportcheck.isolation import (
 )
 from pytest_exportcheck.runs import Step, run_steps
 from pytest_exportcheck.spec import Case
+from pytest_exportcheck.spec.semantics import MAX_TENSOR_ELEMENTS
 
 Inputs = tuple[tuple[Any, ...], dict[str, Any]]
 
@@ -60,14 +61,16 @@ class Subject:
     device and never materialized, for models too large to hold.
     """
 
-    def __init__(self, case: Case, device: str = "cpu") -> None:
+    def __init__(
+        self, case: Case, device: str = "cpu", max_elements: int | None = MAX_TENSOR_ELEMENTS
+    ) -> None:
         self.case = case
         self.device = device
         self._eager_steps: list[Step] = []
         self._fp64_steps: list[Step] | None = []
         try:
             with seeded(case.seed):
-                self._model, self._inputs = _build(case, device)
+                self._model, self._inputs = _build(case, device, max_elements)
         except BuildError as exc:
             raise CaseError(with_user_frame(f"{case.location}: {exc}", exc)) from exc
         except Exception as exc:  # a model file that raises on import, a bad _target_ ...
@@ -256,11 +259,11 @@ def _to_float64(tree: Inputs) -> Inputs:
     return pytree.tree_map(up, tree)
 
 
-def _build(case: Case, device: str) -> tuple[torch.nn.Module, Inputs]:
-    if device == "meta":
+def _build(case: Case, device: str, max_elements: int | None) -> tuple[torch.nn.Module, Inputs]:
+    if device == "meta":  # nothing is allocated: the meta device is for models too large to hold
         with torch.device("meta"):
-            return build_model(case), build_inputs(case)
-    model, inputs = build_model(case), build_inputs(case)
+            return build_model(case, None), build_inputs(case, None)
+    model, inputs = build_model(case, max_elements), build_inputs(case, max_elements)
     if device != "cpu":
         model.to(device)
         inputs = to_device(inputs, device)

@@ -206,3 +206,18 @@ def test_the_tensor_size_limit_comes_from_the_ini(project: pytest.Pytester) -> N
             "over the limit of 1000 (the exportcheck_max_elements ini option)"
         ]
     )
+
+
+def test_a_model_over_the_ini_limit_is_refused_before_it_is_allocated(
+    project: pytest.Pytester,
+) -> None:
+    write_cases(project, MLP_CASE.replace("models.py:Mlp}", "models.py:Mlp, kwargs: {dim: 64}}"))
+    project.makeini("[pytest]\nexportcheck_max_elements = 100\n")
+    result = project.runpytest("--exportcheck", "-k", "signature")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*[[]case[]] cases/main.yaml:2: constructing models.py:Mlp: a tensor of shape "
+            "[[]8, 64[]] (512 elements, aten.empty.memory_format) is over the limit of 100*"
+        ]
+    )

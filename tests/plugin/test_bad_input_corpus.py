@@ -73,6 +73,15 @@ class HoldsALock(nn.Module):
         return self.lin(x)
 
 
+class Huge(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(100_000, 100_000)  # 10^10 weights: 40 GB in float32
+
+    def forward(self, x):
+        return self.lin(x)
+
+
 class Unsupported(nn.Module):
     def forward(self, x):
         return torch.from_numpy(x.numpy() * 2)  # a round trip through numpy: export cannot
@@ -83,6 +92,10 @@ A_NUMBER = 3
 
 def raising_inputs():
     raise ValueError("factory refuses on purpose")
+
+
+def huge_inputs():
+    return (torch.randn(100_000, 100_000),), {}
 
 
 def bare_tensor_inputs():
@@ -197,6 +210,16 @@ VARIANTS = [
             "not a torch.nn.Module"),
     Variant("not_copyable", with_model("models.py:HoldsALock"), "case",
             "[[]case[]] cases/not_copyable.yaml:2: the model cannot be deep-copied*"),
+    Variant("huge_model", with_model("models.py:Huge"), "case",
+            "[[]case[]] cases/huge_model.yaml:2: constructing models.py:Huge: a tensor of shape "
+            "[[]100000, 100000[]] (10000000000 elements, aten.empty.memory_format) is over the "
+            "limit of 268435456 (the exportcheck_max_elements ini option); refused before "
+            "torch allocated it"),
+    Variant("huge_factory_input", case("model: {target: models.py:Mlp}\n"
+                                       "inputs: {factory: models.py:huge_inputs}"), "case",
+            "[[]case[]] cases/huge_factory_input.yaml:2: input factory models.py:huge_inputs: "
+            "a tensor of shape [[]100000, 100000[]] (10000000000 elements, aten.randn.default) "
+            "is over the limit of 268435456*"),
     Variant("factory_raises", case("model: {target: models.py:Mlp}\n"
                                    "inputs: {factory: models.py:raising_inputs}"), "case",
             "[[]case[]] cases/factory_raises.yaml:2: input factory models.py:raising_inputs "
