@@ -325,6 +325,20 @@ class CountsItsCalls(nn.Module):
         return x + next(_CALLS)
 
 
+_DEFAULT_OFFSET = torch.arange(4.0)
+
+
+class DefaultTensor(nn.Module):
+    """forward takes a tensor by default: export lifts it as a constant."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x, offset=_DEFAULT_OFFSET):
+        return self.lin(x) + offset
+
+
 class AbortsInForward(nn.Module):
     """Kills its process in eager (a stand-in for a segfaulting kernel)."""
 

@@ -16,11 +16,14 @@ from typing import Any
 import torch
 
 from pytest_exportcheck.capture.record import (
+    DEFAULT_PREFIX,
     CaptureRecord,
     DecompositionError,
     Mutations,
     Placeholder,
     Runnable,
+    forward_defaults,
+    tensor_at,
 )
 from pytest_exportcheck.compat import parameters_to_mutate
 from pytest_exportcheck.failures import capture_error, describe_exception
@@ -46,7 +49,7 @@ def capture_export(subject: Subject, capture: str, *, strict: bool) -> ProgramRe
     return ProgramRecord(
         capture=capture,
         subject=subject,
-        placeholders=normalize_signature(program, subject),
+        placeholders=normalize_signature(program, subject, model),
         dialect="training IR (torch.export.export)",
         seconds=seconds,
         graph_module=program.graph_module,
@@ -71,6 +74,8 @@ class ProgramRecord(CaptureRecord):
         return getattr(self.program.call_spec, "in_spec", None)
 
     def state_tensor(self, fqn: str) -> torch.Tensor | None:
+        if fqn.startswith(DEFAULT_PREFIX):  # mapped by identity: the program holds that tensor
+            return tensor_at(self.captured_model, fqn) if self.captured_model else None
         if fqn in self.program.state_dict:
             return self.program.state_dict[fqn]
         value = self.program.constants.get(fqn)
@@ -136,7 +141,7 @@ def _pair(module: torch.nn.Module) -> tuple[torch.nn.Module, torch.nn.Module]:
 
 
 def normalize_signature(
-    program: torch.export.ExportedProgram, subject: Subject
+    program: torch.export.ExportedProgram, subject: Subject, model: torch.nn.Module
 ) -> list[Placeholder]:
     """``ExportGraphSignature.input_specs`` → ordered :class:`Placeholder` list."""
     from torch.export.graph_signature import InputKind
@@ -151,14 +156,20 @@ def normalize_signature(
     }
     input_paths = [path for path, _ in subject.flat_inputs]
     nodes = {node.name: node for node in program.graph.nodes if node.op == "placeholder"}
+    defaults = {id(tensor): target for target, tensor in forward_defaults(model).items()}
     user_index = 0
     placeholders = []
     for spec in program.graph_signature.input_specs:
         kind = kinds.get(spec.kind, str(spec.kind))
         target = spec.target
+        mapped_by = "graph signature"
         if kind == "user_input":
             target = input_paths[user_index] if user_index < len(input_paths) else None
             user_index += 1
+        elif kind == "constant" and id(program.constants.get(target)) in defaults:
+            # A forward default: each mode names it its own way; the program holds
+            # the very tensor, so its identity says which parameter's it is.
+            target, mapped_by = defaults[id(program.constants[target])], "forward default"
         placeholders.append(
             Placeholder(
                 name=spec.arg.name,
@@ -166,6 +177,7 @@ def normalize_signature(
                 target=target,
                 persistent=getattr(spec, "persistent", None),
                 example=_example(spec.arg, nodes),
+                mapped_by=mapped_by,
             )
         )
     return placeholders

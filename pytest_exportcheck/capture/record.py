@@ -12,6 +12,7 @@ inputs its own way; after normalization they all read alike::
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,8 +30,9 @@ STATE_KINDS = ("parameter", "buffer", "constant")
 class Placeholder:
     """One graph input: its name, what it is, and what it maps to.
 
-    ``target`` is the FQN in the eager model for state (``blocks.0.lin.weight``)
-    and the input path for a user input (``args[0]``, ``kwargs['mask']``).
+    ``target`` is the FQN in the eager model for state (``blocks.0.lin.weight``),
+    ``default:<parameter>`` for a tensor forward takes by default (lifted as a
+    constant), and the input path for a user input (``args[0]``, ``kwargs['mask']``).
     ``mapped_by`` says where the path's adapter read the target from.
     """
 
@@ -193,11 +195,40 @@ def named_tensors(model: torch.nn.Module) -> dict[str, tuple[str, torch.Tensor]]
         for name, value in vars(module).items():
             if isinstance(value, torch.Tensor) and not name.startswith("_"):
                 found.setdefault(dot + name, ("constant", value))
+    for target, value in forward_defaults(model).items():
+        found.setdefault(target, ("constant", value))
     return found
 
 
+DEFAULT_PREFIX = "default:"
+
+
+def forward_defaults(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """Tensors the root's forward takes by default, as ``default:<parameter>``.
+
+    ``def forward(self, x, y=torch.randn(2, 3))``: a call without ``y`` reads
+    that one tensor, and export lifts it as a constant. Non-strict export names
+    it ``lifted_tensor_0``, strict export after its Dynamo source
+    (``dict_type_L__self______dict_____forward_____defaults___0``), Dynamo's
+    graph capture feeds it through ``L_y_``: the adapters recognise it by
+    identity and spell it ``default:y`` on every path.
+    """
+    try:
+        parameters = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):  # a builtin or C-level forward: no defaults to read
+        return {}
+    return {
+        DEFAULT_PREFIX + name: parameter.default
+        for name, parameter in parameters.items()
+        if isinstance(parameter.default, torch.Tensor)
+    }
+
+
 def tensor_at(model: torch.nn.Module, fqn: str) -> torch.Tensor | None:
-    """The tensor at ``fqn`` in ``model``: a parameter, buffer or plain tensor attribute."""
+    """The tensor at ``fqn`` in ``model``: a parameter, buffer or plain tensor attribute,
+    or (``default:y``) a tensor its forward takes by default."""
+    if fqn.startswith(DEFAULT_PREFIX):
+        return forward_defaults(model).get(fqn)
     owner_path, _, attr = fqn.rpartition(".")
     try:
         owner = model.get_submodule(owner_path) if owner_path else model
