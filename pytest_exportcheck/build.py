@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -39,14 +41,8 @@ def build_model(case: Case, max_elements: int | None = MAX_TENSOR_ELEMENTS) -> t
     with refusing_huge_tensors(max_elements):
         args = [instantiate(a, case) for a in spec.args]
         kwargs = {k: instantiate(v, case) for k, v in spec.kwargs.items()}
-        try:
+        with _user_code(f"constructing {spec.target}"):
             model = factory(*args, **kwargs)
-        except HugeTensorError as exc:
-            raise BuildError(f"constructing {spec.target}: {exc}") from None
-        except Exception as exc:
-            raise BuildError(
-                f"constructing {spec.target} raised {type(exc).__name__}: {exc}"
-            ) from exc
     if not isinstance(model, torch.nn.Module):
         raise BuildError(f"{spec.target} returned a {type(model).__name__}, not a torch.nn.Module")
     model.train(spec.mode == "train")
@@ -62,14 +58,8 @@ def instantiate(value: Any, case: Case) -> Any:
             kwargs = {
                 k: instantiate(v, case) for k, v in value.items() if k not in ("_target_", "_args_")
             }
-            try:
+            with _user_code(f"constructing {value['_target_']}"):
                 return factory(*args, **kwargs)
-            except HugeTensorError as exc:
-                raise BuildError(f"constructing {value['_target_']}: {exc}") from None
-            except Exception as exc:
-                raise BuildError(
-                    f"constructing {value['_target_']} raised {type(exc).__name__}: {exc}"
-                ) from exc
         return {k: instantiate(v, case) for k, v in value.items()}
     if isinstance(value, list):
         return [instantiate(v, case) for v in value]
@@ -84,15 +74,8 @@ def build_inputs(
     spec = case.inputs
     if "factory" in spec:
         factory = _resolve(spec["factory"], case)
-        try:
-            with refusing_huge_tensors(max_elements):
-                produced = factory(**dict(spec.get("kwargs", {})))
-        except HugeTensorError as exc:
-            raise BuildError(f"input factory {spec['factory']}: {exc}") from None
-        except Exception as exc:
-            raise BuildError(
-                f"input factory {spec['factory']} raised {type(exc).__name__}: {exc}"
-            ) from exc
+        with _user_code(f"input factory {spec['factory']}"), refusing_huge_tensors(max_elements):
+            produced = factory(**dict(spec.get("kwargs", {})))
         if (
             not isinstance(produced, (tuple, list))
             or len(produced) != 2
@@ -159,6 +142,17 @@ def make_tensor(spec: dict[str, Any]) -> torch.Tensor:
     else:  # pragma: no cover - the schema's enum makes this unreachable
         raise BuildError(f"unknown init {init!r}")
     return tensor.requires_grad_(bool(spec.get("requires_grad", False)))
+
+
+@contextmanager
+def _user_code(what: str) -> Iterator[None]:
+    """A constructor or factory of the user's: what it raises becomes a :class:`BuildError`."""
+    try:
+        yield
+    except HugeTensorError as exc:  # refused before allocating: the message says it all
+        raise BuildError(f"{what}: {exc}") from None
+    except Exception as exc:
+        raise BuildError(f"{what} raised {type(exc).__name__}: {exc}") from exc
 
 
 def _resolve(target: str, case: Case) -> Any:
