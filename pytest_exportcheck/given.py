@@ -31,6 +31,7 @@ from pytest_exportcheck.isolation import clone_tree, private_copy, seeded, to_de
 from pytest_exportcheck.item_run import (
     Failed,
     NotRunnable,
+    SourceFor,
     check_record,
     compare_captures,
     record_for,
@@ -144,7 +145,7 @@ class GivenRun:
         reason = skip_reason(self.case, check, capture_name, device)
         if reason is not None:
             return result("skipped", reason)
-        source = _CallSource(self, name)
+        source = SourceFor(self, name)
         try:
             limit = time_limit(self.timeout, self._describe_timeout)
             with seeded(self.case.seed), tracking_errors() as errors, limit:
@@ -169,8 +170,8 @@ class GivenRun:
             return result("failed", self._render(error, capture_name, device), error.headline)
         return result("passed")
 
-    def _capture(self, name: str, device: str, capture_name: str) -> CaptureRecord:
-        subject = self._subject(name, device)
+    def capture_for(self, name: str, device: str, capture_name: str) -> CaptureRecord:
+        subject = self.subject_for(name, device)
         key = (device, capture_name)
         cached = self._captures.get(key)
         if cached is None:
@@ -184,7 +185,7 @@ class GivenRun:
             cached.raise_for(name)
         return cached
 
-    def _subject(self, name: str, device: str) -> Subject:
+    def subject_for(self, name: str, device: str) -> Subject:
         cached = self._subjects.get(device)
         if cached is None:
             try:
@@ -219,17 +220,3 @@ class GivenRun:
         if error.stage == "internal" and error.__cause__ is not None:  # a bug: its traceback too
             text += "\n\n" + "".join(traceback.format_exception(error.__cause__)).rstrip()
         return text
-
-
-class _CallSource:
-    """A call's caches seen from one item: failures are memoized under its name."""
-
-    def __init__(self, run: GivenRun, item: str) -> None:
-        self.run = run
-        self.item = item
-
-    def subject(self, device: str) -> Subject:
-        return self.run._subject(self.item, device)
-
-    def capture(self, device: str, name: str) -> CaptureRecord:
-        return self.run._capture(self.item, device, name)

@@ -12,7 +12,7 @@ others point at it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from pytest_exportcheck.stages import StageTimeout, stage
 
@@ -29,6 +29,29 @@ class Source(Protocol):
     def subject(self, device: str) -> Subject: ...
 
     def capture(self, device: str, name: str) -> CaptureRecord: ...
+
+
+class Caches(Protocol):
+    """Subjects and captures cached for many items; a failure is memoized under the
+    item that met it (a node id, or an item name of the Python API)."""
+
+    def subject_for(self, item: Any, device: str) -> Subject: ...
+
+    def capture_for(self, item: Any, device: str, name: str) -> CaptureRecord: ...
+
+
+class SourceFor:
+    """The :class:`Source` of one item: ``caches`` seen from ``item``."""
+
+    def __init__(self, caches: Caches, item: Any) -> None:
+        self.caches = caches
+        self.item = item
+
+    def subject(self, device: str) -> Subject:
+        return self.caches.subject_for(self.item, device)
+
+    def capture(self, device: str, name: str) -> CaptureRecord:
+        return self.caches.capture_for(self.item, device, name)
 
 
 class NotRunnable(Exception):

@@ -27,7 +27,7 @@ from pytest_exportcheck.devices import (
     parse_request,
     select,
 )
-from pytest_exportcheck.item_run import Failed, Source
+from pytest_exportcheck.item_run import Failed, Source, SourceFor
 from pytest_exportcheck.stages import StageTimeout, stage
 
 if TYPE_CHECKING:
@@ -209,13 +209,13 @@ class ExportCheckSession:
 
     def source_for(self, item: CheckItem) -> Source:
         """The subjects and captures ``item`` may use, cached for the whole run."""
-        return _ItemSource(self, item)
+        return SourceFor(self, item)
 
-    def _capture(self, item: CheckItem, device: str, name: str) -> CaptureRecord:
+    def capture_for(self, item: CheckItem, device: str, name: str) -> CaptureRecord:
         from pytest_exportcheck.capture import capture
         from pytest_exportcheck.failures import ExportCheckError
 
-        subject = self._subject(item, device)
+        subject = self.subject_for(item, device)
         key = (*item.subject_key(device), name)
         cached = self._captures.get(key)
         if cached is None:
@@ -233,7 +233,7 @@ class ExportCheckSession:
             cached.raise_for(item.nodeid)
         return cached
 
-    def _subject(self, item: CheckItem, device: str) -> Subject:
+    def subject_for(self, item: CheckItem, device: str) -> Subject:
         from pytest_exportcheck.failures import ExportCheckError
         from pytest_exportcheck.subject import Subject
 
@@ -288,17 +288,3 @@ class ExportCheckSession:
     def cached_captures(self) -> list[Key]:
         """For tests: the keys of captures alive now."""
         return list(self._captures)
-
-
-class _ItemSource:
-    """The session's caches seen from one item: failures are memoized under its node id."""
-
-    def __init__(self, session: ExportCheckSession, item: CheckItem) -> None:
-        self.session = session
-        self.item = item
-
-    def subject(self, device: str) -> Subject:
-        return self.session._subject(self.item, device)
-
-    def capture(self, device: str, name: str) -> CaptureRecord:
-        return self.session._capture(self.item, device, name)
