@@ -21,7 +21,8 @@
     }
 
 A run reads the section of the installed torch minor or, if it has none, the
-newest older one (its differences then say "changed since torch 2.9"). An
+newest older one (its differences then say "changed since torch 2.9"), or,
+for a torch older than every section, the oldest newer one. An
 update rewrites only the installed minor's section and only the (case,
 capture) pairs that ran; other sections and deselected cases stay as they
 were. The file is written once per run, by the xdist controller (or the only
@@ -46,6 +47,15 @@ SUFFIX = ".recorded.json"
 
 # case name -> capture -> observation
 Section = dict[str, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Reference:
+    """The section a run compares with, and how it relates to the run's torch minor."""
+
+    minor: str
+    section: Section
+    relation: str  # "own", "older" (the newest older minor) or "newer" (the oldest newer)
 
 
 class RecordingError(Exception):
@@ -78,19 +88,20 @@ class Recording:
             raise RecordingError(f"{path}: not a recording of format {FORMAT} ({problem})")
         return cls(path, data["case_file"], data["torch"])
 
-    def reference(self, minor: str) -> tuple[str, Section] | None:
-        """The section for ``minor``, else the newest older one: (its minor, its entries)."""
+    def reference(self, minor: str) -> Reference | None:
+        """What a run on torch ``minor`` compares with: its own section, else the newest
+        older one, else (a torch older than anything recorded) the oldest newer one."""
         if minor in self.sections:
-            return minor, self.sections[minor]
-        try:
-            current = Version(minor)
-        except InvalidVersion:
+            return Reference(minor, self.sections[minor], "own")
+        current = _version(minor)
+        known = sorted((v, m) for m in self.sections if (v := _version(m)) is not None)
+        if current is None or not known:
             return None
-        older = [m for m in self.sections if _version(m) is not None and _version(m) < current]
-        if not older:
-            return None
-        newest = max(older, key=lambda m: _version(m) or Version("0"))
-        return newest, self.sections[newest]
+        older = [m for v, m in known if v < current]
+        if older:
+            return Reference(older[-1], self.sections[older[-1]], "older")
+        newer = known[0][1]
+        return Reference(newer, self.sections[newer], "newer")
 
     def updated(self, minor: str, observations: dict[str, dict[str, Any]]) -> Recording:
         """This recording with ``observations`` (case -> capture -> observation) in ``minor``."""

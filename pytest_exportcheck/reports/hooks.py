@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pytest_exportcheck.reports import json_report, markdown
+from pytest_exportcheck.reports import json_report, markdown, nearest
 from pytest_exportcheck.reports import matrix as matrix_mod
 from pytest_exportcheck.reports.compare import Comparison, compare
 from pytest_exportcheck.reports.compare import render as render_comparison
@@ -55,6 +55,7 @@ class ReportPlugin:
         self.collector = ResultCollector()
         self.results: list[ItemResult] = []
         self.comparison: Comparison | None = None
+        self.nearest: nearest.NearestSummary | None = None
         self.run: dict[str, Any] = {}
         self.started = time.time()
         self.messages: list[tuple[str, dict[str, bool]]] = []  # (line, markup) after the rest
@@ -95,6 +96,9 @@ class ReportPlugin:
             args=self.config.invocation_params.args,
         )
         current = [r.to_json() for r in self.results]
+        from pytest_exportcheck.compat import torch_minor
+
+        self.nearest = nearest.summarize(self.results, str(self.run["torch"]), torch_minor())
         if self.baseline is not None:
             self.comparison = compare(self.baseline, current, source=str(self.baseline_source))
             regressions = len(self.comparison.regressions) + sum(
@@ -119,10 +123,14 @@ class ReportPlugin:
     def _write(self, path: Path) -> None:
         summary = self.comparison.summary() if self.comparison is not None else None
         doc = json_report.document(self.results, self.run, summary)
+        if self.nearest is not None:
+            doc["recordings"] = self.nearest.to_json()
         md_path = json_report.markdown_path(path)
         try:
             json_report.write_atomically(path, json_report.dumps(doc))
-            text = markdown.render(doc, matrix_mod.build(self.results), self.comparison)
+            text = markdown.render(
+                doc, matrix_mod.build(self.results), self.comparison, self.nearest
+            )
             json_report.write_atomically(md_path, text)
         except OSError as exc:
             self.messages.append((f"exportcheck report not written: {exc}", {"red": True}))
@@ -139,6 +147,11 @@ class ReportPlugin:
             for line in matrix_mod.render_text(matrix, width=width):
                 terminalreporter.line(line)
             terminalreporter.line(describe_totals(totals(r.outcome for r in self.results)))
+        if self.nearest is not None:
+            terminalreporter.section("exportcheck torch versions")
+            limit = None if self.config.get_verbosity() > 0 else nearest.GROUPS_SHOWN
+            for index, line in enumerate(nearest.render(self.nearest, limit)):
+                terminalreporter.line(line, yellow=index == 0, bold=index == 0)
         if self.comparison is not None:
             terminalreporter.section("exportcheck compare")
             verbose = self.config.get_verbosity() > 0

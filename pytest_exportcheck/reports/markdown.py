@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pytest_exportcheck.reports import matrix as matrix_mod
+from pytest_exportcheck.reports import nearest as nearest_mod
 from pytest_exportcheck.reports.compare import Comparison, arrow
 from pytest_exportcheck.reports.results import FAILING, NOT_APPLICABLE, OUTCOMES, describe_totals
 
@@ -66,6 +67,13 @@ def _comparison(comparison: Comparison) -> list[str]:
         if not changes:
             continue
         lines += ["", f"**{heading}** ({len(changes)})", ""]
+        if changes is comparison.observations and comparison.drift:
+            lines += ["| what changes | items | example |", "|---|---:|---|"]
+            lines += [
+                f"| {_cell(g.kind)} | {len(g.items)} | {_cell(f'{g.items[0]}: {g.example}')} |"
+                for g in comparison.drift
+            ]
+            lines.append("")
         for change in changes[:_MAX_LISTED]:
             detail = "".join(f"<br>{_cell(line)}" for line in change.lines)
             lines.append(f"- {_code(change.nodeid)} {arrow(change, '→')}{detail}")
@@ -119,9 +127,21 @@ def _xfailed(items: list[Mapping[str, Any]]) -> list[str]:
     ]
 
 
-def render(doc: Mapping[str, Any], matrix: matrix_mod.Matrix, comparison: Comparison | None) -> str:
+def _nearest(summary: nearest_mod.NearestSummary) -> list[str]:
+    first, *groups, advice = nearest_mod.render(summary, limit=None)
+    return ["", "### No recordings for this torch", "", first, "", *groups, "", advice]
+
+
+def render(
+    doc: Mapping[str, Any],
+    matrix: matrix_mod.Matrix,
+    comparison: Comparison | None,
+    nearest: nearest_mod.NearestSummary | None = None,
+) -> str:
     items: list[Mapping[str, Any]] = doc["items"]
     lines = _head(doc["run"], doc["totals"])
+    if nearest is not None:  # read first: it explains most of the failures below
+        lines += _nearest(nearest)
     if matrix.rows:
         lines += ["", "### Matrix", "", *matrix_mod.render_markdown(matrix)]
     lines += _failures(items)

@@ -51,6 +51,10 @@ class ItemResult:
     duration: float = 0.0
     capture_seconds: float | None = None
     observation: Any = None
+    # recorded items: the torch minor whose recording was compared, and what differed
+    # from it ([[kind, example], ...], see drift.py)
+    recorded_against: str | None = None
+    drift: list[list[str]] | None = None
 
     @property
     def broken(self) -> bool:
@@ -131,7 +135,7 @@ def classify(phases: Mapping[str, Any]) -> tuple[str, Any] | None:
     return outcome, call
 
 
-def _observation(value: Any) -> Any:
+def _json_property(value: Any) -> Any:
     if isinstance(value, str):
         try:
             return json.loads(value)
@@ -180,7 +184,9 @@ def item_result(nodeid: str, phases: Mapping[str, Any]) -> ItemResult | None:
         max_abs_err=_float(props.get("exportcheck_max_abs_err")),
         duration=round(duration, 4),
         capture_seconds=_float(props.get("exportcheck_capture_seconds")),
-        observation=_observation(props.get("exportcheck_observation")),
+        observation=_json_property(props.get("exportcheck_observation")),
+        recorded_against=props.get("exportcheck_recorded_against"),
+        drift=_json_property(props.get("exportcheck_drift")),
     )
 
 
