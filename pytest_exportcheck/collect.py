@@ -9,6 +9,7 @@ collection error, which would stop the whole run) that names ``file:line``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
 from typing import Any, NoReturn
@@ -197,11 +198,19 @@ class CheckItem(pytest.Item):
 
     def _check(self) -> list[str]:
         from pytest_exportcheck.checks import VALUE_CHECKS
+        from pytest_exportcheck.failures import CaptureError
         from pytest_exportcheck.item_run import check_record, record_for
         from pytest_exportcheck.stages import stage
 
         breadcrumb = self._session.breadcrumb
-        record = record_for(self.check, self.capture, self.device, self._session.source_for(self))
+        try:
+            record = record_for(
+                self.check, self.capture, self.device, self._session.source_for(self)
+            )
+        except CaptureError as exc:
+            if self.check == "recorded":  # a capture that raises is an observation too
+                self._recorded_failure(exc)
+            raise
         self._set_property("exportcheck_capture_seconds", round(record.seconds, 4))
         if self.check in VALUE_CHECKS:
             # Eager's soundness runs eager again (cached on the subject): a crash
@@ -215,7 +224,25 @@ class CheckItem(pytest.Item):
             return check_record(self.case, self.check, record)
 
     def _recorded(self, record: Any) -> list[str]:
-        from pytest_exportcheck.checks.recorded import check_recorded, observe
+        from pytest_exportcheck.checks.recorded import observe
+
+        found = self._compare_recorded(observe(record))
+        if isinstance(found, str):
+            _skip_here(found)
+        return found.findings if found is not None else []
+
+    def _recorded_failure(self, error: Any) -> None:
+        """A capture that raised: recorded as such (so a torch that fixes or breaks it shows
+        as a change); the item itself still fails, or xfails, with the capture's error."""
+        from pytest_exportcheck.checks.recorded import observe_failure
+
+        with contextlib.suppress(Exception):  # the capture's own error is what to report
+            self._compare_recorded(observe_failure(error))  # nothing recorded: no skip either
+
+    def _compare_recorded(self, observation: dict[str, Any]) -> Any:
+        """Record ``observation`` (--exportcheck-update: None) or compare it with the
+        recording: a RecordedComparison, or why there is nothing to compare with."""
+        from pytest_exportcheck.checks.recorded import check_recorded
         from pytest_exportcheck.failures import CaseError
         from pytest_exportcheck.recording import RecordingError
 
@@ -226,15 +253,19 @@ class CheckItem(pytest.Item):
             raise CaseError(
                 f"{exc}; fix or delete it (--exportcheck-update will not overwrite it)"
             ) from None
-        observation = observe(record)
         # In the item's report too: --exportcheck-compare diffs observations between runs.
         self._set_property("exportcheck_observation", json.dumps(observation, sort_keys=True))
         if store.update:
             store.observe(self.case.path, self.case.name, self.capture, observation)
-            return []
-        found = check_recorded(self.case, record, recording, store.minor, observation)
+            return None
+        found = check_recorded(self.case, self.capture, recording, store.minor, observation)
         if isinstance(found, str):
-            _skip_here(found)
+            return found
+        # The controller groups what differs from another torch's recording (reports/).
+        self._set_property("exportcheck_recorded_against", found.against)
+        if found.drifts:
+            drifted = [[d.kind, d.example] for d in found.drifts]
+            self._set_property("exportcheck_drift", json.dumps(drifted))
         return found
 
     def teardown(self) -> None:
@@ -254,6 +285,13 @@ class CheckItem(pytest.Item):
         self._set_property("exportcheck_stage", error.stage)
         where = f"{self.case.location}: case {self.case.name}, {self.capture} on {self.device}"
         text = failure_text(error, where)
+        if error.stage not in ("case", "eager", "internal"):  # what an xfail could expect
+            from pytest_exportcheck.spec.versions import unmet_xfail_note
+
+            note = unmet_xfail_note(
+                self.case, self.capture, self.check, self.device, _installed_torch()
+            )
+            text += f"\n{note}" if note else ""
         show_traceback = (
             error.stage == "internal"
             or self.config.get_verbosity() >= 2
@@ -264,6 +302,13 @@ class CheckItem(pytest.Item):
         if show_traceback and error.stage in ("signature", "hierarchy", "recorded"):
             text += self._graph_evidence(error.render())
         return FailureRepr(text, headline=error.headline)
+
+    def xpass_note(self) -> str:
+        """For an XPASS(strict): the ``torch:`` condition that gave this item its xfail."""
+        from pytest_exportcheck.spec.versions import passing_xfail_note
+
+        xfail = self.case.xfail_for(self.capture, self.check, self.device)
+        return passing_xfail_note(xfail, self.case, _installed_torch()) if xfail else ""
 
     def _graph_evidence(self, findings: str) -> str:
         from pytest_exportcheck.checks.evidence import graph_excerpt
@@ -366,6 +411,12 @@ def failure_text(error: Any, where: str) -> str:
     if first == error.headline:
         body = rest
     return "\n".join(part for part in (error.headline, where, body) if part)
+
+
+def _installed_torch() -> str:
+    from pytest_exportcheck import compat
+
+    return str(compat.torch_version())
 
 
 def _full_traceback(exc: BaseException) -> str:

@@ -3,20 +3,30 @@
 The observation of a (case, capture) — the exact placeholder list, the module
 FQNs after ``unflatten`` (export paths, sorted) and the recorded mutation sets — is
 compared with ``<case file>.recorded.json`` (see ``recording.py``): the section
-of the installed torch minor, else the newest older one, whose differences
-then read "changed since torch 2.9". Under ``--exportcheck-update`` the item
-records its observation instead (the controller writes the files at the end).
+of the installed torch minor, else the nearest one, whose differences then
+read "differ from torch 2.9's recording (no recording for torch 2.12 yet)",
+and are also grouped by kind for the run's summary (``drift.py``). A capture
+that raises is an observation too (``observe_failure``), so a torch that breaks
+or fixes it is a difference. Under ``--exportcheck-update`` the item records
+its observation instead (the controller writes the files at the end).
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_exportcheck.capture.export import ProgramRecord
 from pytest_exportcheck.capture.record import CaptureRecord, DecompositionError
 from pytest_exportcheck.checks.listdiff import list_diff
+from pytest_exportcheck.drift import Drift, drifts
+from pytest_exportcheck.failures import CaptureError
 from pytest_exportcheck.recording import Recording, recording_path
 from pytest_exportcheck.spec import Case
+
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+_FAILURE_TEXT = 120
 
 
 def observe(record: CaptureRecord) -> dict[str, Any]:
@@ -54,35 +64,73 @@ def observe(record: CaptureRecord) -> dict[str, Any]:
     }
 
 
+@dataclass
+class RecordedComparison:
+    """The recorded check of one item: the section it compared with, and what differs."""
+
+    against: str  # the torch minor of the section compared with
+    relation: str  # "own", "older" or "newer" (see Recording.reference)
+    findings: list[str] = field(default_factory=list)
+    drifts: list[Drift] = field(default_factory=list)
+
+
+def observe_failure(error: CaptureError) -> dict[str, str]:
+    """What is recorded of a capture that raised: its kind, exception and first line.
+
+    Addresses are masked so that the same failure records the same text on every
+    run; the rest of the message (user frames, paths) is left out for the same reason.
+    """
+    cause = error.__cause__
+    name = type(cause).__name__ if cause is not None else type(error).__name__
+    text = str(cause if cause is not None else error.message).strip()
+    first = _ADDRESS.sub("0x…", text.splitlines()[0] if text else "")
+    if len(first) > _FAILURE_TEXT:
+        first = first[: _FAILURE_TEXT - 1] + "…"
+    return {"capture": f"[{error.kind}] {name}: {first}" if first else f"[{error.kind}] {name}"}
+
+
 def check_recorded(
     case: Case,
-    record: CaptureRecord,
+    capture: str,
     recording: Recording,
     minor: str,
     observation: dict[str, Any],
-) -> list[str] | str:
-    """Findings, or (a string) why there is nothing recorded to compare with."""
+) -> RecordedComparison | str:
+    """What differs from the recording, or (a string) why there is nothing to compare with."""
     reference = recording.reference(minor)
     where = recording_path(case.path).name
     hint = "record it with pytest --exportcheck --exportcheck-update"
     if reference is None:
-        return f"{where} has no section for torch {minor} or older; {hint}"
-    section_minor, section = reference
-    expected = section.get(case.name, {}).get(record.capture)
+        return f"{where} has no section for any torch; {hint}"
+    expected = reference.section.get(case.name, {}).get(capture)
     if expected is None:
-        entry = f"{case.name}[{record.capture}]"
-        return f"{where} has no entry for {entry} under torch {section_minor}; {hint}"
-    since = (
-        f"differ from the recording for torch {minor}"
-        if section_minor == minor
-        else f"changed since torch {section_minor} (no recording for torch {minor} yet)"
+        entry = f"{case.name}[{capture}]"
+        return f"{where} has no entry for {entry} under torch {reference.minor}; {hint}"
+    if reference.relation == "own":
+        since = f"differ from the recording for torch {minor}"
+    else:
+        nearest = "nearest older" if reference.relation == "older" else "no older recording"
+        since = (
+            f"differ from torch {reference.minor}'s recording "
+            f"(no recording for torch {minor} yet; {nearest})"
+        )
+    return RecordedComparison(
+        against=reference.minor,
+        relation=reference.relation,
+        findings=compare(expected, observation, since=since, where=where),
+        drifts=drifts(capture, expected, observation),
     )
-    return compare(expected, observation, since=since, where=where)
 
 
 def compare(
     expected: dict[str, Any], actual: dict[str, Any], *, since: str, where: str
 ) -> list[str]:
+    if "capture" in expected or "capture" in actual:  # a capture that raised, then or now
+        if expected.get("capture") == actual.get("capture"):
+            return []
+        was = expected.get("capture", "succeeded")
+        now = actual.get("capture", "succeeds")
+        return [f"the capture {since} ({where}):\n  recorded: {was}\n  now: {now}"]
     findings = []
     for aspect in ("placeholders", "modules", "mutations"):
         want, got = expected.get(aspect), actual.get(aspect)
