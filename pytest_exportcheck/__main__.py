@@ -1,13 +1,16 @@
 """``python -m pytest_exportcheck``: the command-line tools beside the pytest plugin.
 
-Only ``new`` so far (see ``scaffold.py``). Kept separate from the plugin so that
-``--help`` imports neither pytest's plugin machinery nor torch.
+``new`` writes a starter case (``scaffold.py``); ``versions`` prints what
+changes between the torch minors recorded next to the cases
+(``reports/versions.py``, the README's table). Kept separate from the plugin
+so that ``--help`` imports neither pytest's plugin machinery nor torch.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from pytest_exportcheck import scaffold
 
@@ -29,7 +32,20 @@ def main(argv: list[str] | None = None) -> int:
         "-o cases/my_model.yaml",
     )
     scaffold.add_arguments(new)
+    versions = commands.add_parser(
+        "versions",
+        help="print, as a Markdown table, what changes between the recorded torch minors",
+        description="Read every *.recorded.json under PATH (default: cases) and print, for "
+        "each step from one recorded torch minor to the next, what changed, grouped by kind "
+        "(placeholder names, lifted state, mutation records, unflattened modules, captures "
+        "that start or stop failing), with a count and one example.",
+    )
+    versions.add_argument("paths", nargs="*", type=Path, default=[Path("cases")], metavar="PATH")
     args = parser.parse_args(argv)
+    if args.command == "versions":
+        from pytest_exportcheck.reports import versions as versions_table
+
+        return versions_table.main(args.paths)
     return scaffold.run(args, argv)
 
 

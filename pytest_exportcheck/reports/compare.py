@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_exportcheck.drift import DriftGroup, drifts, group
 from pytest_exportcheck.reports.results import FAILING
 
 WAS_GOOD = frozenset({"passed", "xpassed", "xfailed"})  # a failure now is a regression
@@ -57,6 +58,9 @@ class Comparison:
     new: list[Change] = field(default_factory=list)
     removed: list[Change] = field(default_factory=list)
     unchanged: int = 0
+    # the changed observations by kind, as `python -m pytest_exportcheck versions` groups
+    # the same change between two recordings (drift.py)
+    drift: list[DriftGroup] = field(default_factory=list)
 
     def groups(self) -> list[tuple[str, list[Change]]]:
         """(heading, changes) per kind, in print order; a heading reads "2 <heading>"."""
@@ -78,6 +82,10 @@ class Comparison:
             "baseline_torch": self.baseline_run.get("torch"),
             "unchanged": self.unchanged,
             **{name: [c.nodeid for c in getattr(self, name)] for name, _, _ in KINDS},
+            "observations_by_kind": [
+                {"kind": g.kind, "items": len(g.items), "example": f"{g.items[0]}: {g.example}"}
+                for g in self.drift
+            ],
         }
 
 
@@ -91,6 +99,7 @@ def compare(baseline: Mapping[str, Any], current: Iterable[Item], *, source: str
     before = {item["nodeid"]: item for item in baseline.get("items", [])}
     now = {item["nodeid"]: item for item in current}
     result = Comparison(baseline=source, baseline_run=dict(baseline.get("run", {})))
+    drifted = []
     for nodeid in sorted(before.keys() | now.keys()):
         old, new = before.get(nodeid), now.get(nodeid)
         if old is None:
@@ -121,8 +130,12 @@ def compare(baseline: Mapping[str, Any], current: Iterable[Item], *, source: str
         diff = observation_diff(old.get("observation"), new.get("observation"))
         if diff:
             result.observations.append(Change(nodeid, a, b, diff))
+            capture = str(new.get("capture") or old.get("capture"))
+            changes = drifts(capture, old["observation"], new["observation"])
+            drifted += [(nodeid, d) for d in changes]
         elif not changed:
             result.unchanged += 1
+    result.drift = group(drifted)
     return result
 
 
@@ -222,6 +235,8 @@ def render(comparison: Comparison, this_run: Mapping[str, Any], limit: int | Non
         if not changes:
             continue
         lines.append(f"{heading} ({len(changes)}):")
+        if changes is comparison.observations and comparison.drift:
+            lines += [f"  by kind: {g.line()}" for g in comparison.drift]
         shown = changes if limit is None else changes[:limit]
         for change in shown:
             lines.append(f"  {change.nodeid}  {arrow(change)}")

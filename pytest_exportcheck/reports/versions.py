@@ -1,0 +1,129 @@
+"""What changes between torch minors, read from the recordings: the README's table.
+
+``python -m pytest_exportcheck versions cases`` reads every
+``*.recorded.json`` under the paths given, orders the torch minors they hold
+and, for each step from one recorded minor to the next, groups what changed
+for the (case, capture) pairs recorded on both sides by kind (``drift.py``)::
+
+    | torch | what changes | items | example |
+    |---|---|---|---|
+    | 2.9 → 2.10 | dynamo-legacy placeholder names | 26 | basics::mlp[dynamo-legacy]:
+      L__self___fc1.weight now L__self___fc1_weight |
+    | 2.9 → 2.10 | export-strict capture fails | 1 | inputs::dict_outputs[export-strict]:
+      [other] AttributeError: 'UnspecializedNNModuleSource' object has no attribute … |
+
+(rows folded here; each is one line of the table)
+
+A capture that raised is recorded as such (``{"capture": "[kind] Error"}``),
+so failures that come and go are rows too. A file without a section for one
+of the two minors (transformers cases recorded on one torch only) adds no
+row: nothing was compared. ``--exportcheck-compare`` between two runs' reports
+groups its changed observations with the same kinds (``reports/compare.py``).
+Plain JSON in, no torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from itertools import pairwise
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+
+from pytest_exportcheck.drift import Drift, DriftGroup, drifts, group
+from pytest_exportcheck.recording import SUFFIX, Recording, RecordingError
+
+
+@dataclass(frozen=True)
+class Step:
+    """From one recorded torch minor to the next: what changed, grouped by kind."""
+
+    before: str
+    after: str
+    compared: int  # (case, capture) pairs recorded on both sides
+    groups: list[DriftGroup]
+
+
+def recording_files(paths: Iterable[Path]) -> Iterator[Path]:
+    """Every recording under ``paths`` (a file given directly counts too), sorted."""
+    for path in paths:
+        if path.is_file():
+            yield path
+        else:
+            yield from sorted(path.rglob(f"*{SUFFIX}"))
+
+
+def read_all(files: Iterable[Path]) -> list[Recording]:
+    """The recordings of ``files``; raises RecordingError naming the first unreadable one."""
+    recordings = []
+    for file in files:
+        case_file = file.with_name(file.name[: -len(SUFFIX)] + ".yaml")
+        recordings.append(Recording.read(case_file))
+    return recordings
+
+
+def steps(recordings: list[Recording]) -> list[Step]:
+    """One Step per pair of consecutive minors recorded anywhere, oldest first."""
+    minors = sorted(
+        {minor for recording in recordings for minor in recording.sections}, key=_sort_key
+    )
+    return [_step(recordings, a, b) for a, b in pairwise(minors)]
+
+
+def _step(recordings: list[Recording], before: str, after: str) -> Step:
+    found = []
+    compared = 0
+    for recording in recordings:
+        if before not in recording.sections or after not in recording.sections:
+            continue
+        old, new = recording.sections[before], recording.sections[after]
+        stem = Path(recording.case_file).stem
+        for case in sorted(old.keys() | new.keys()):
+            was, now = old.get(case, {}), new.get(case, {})
+            for capture in sorted(was.keys() | now.keys()):
+                who = f"{stem}::{case}[{capture}]"
+                if capture not in was:  # a path torch gained, or a case added since
+                    found.append((who, Drift(f"{capture} first recorded", f"none for {before}")))
+                elif capture not in now:
+                    found.append((who, Drift(f"{capture} no longer recorded", f"none for {after}")))
+                else:
+                    compared += 1
+                    found += [(who, d) for d in drifts(capture, was[capture], now[capture])]
+    return Step(before, after, compared, group(found))
+
+
+def render_markdown(found: list[Step]) -> list[str]:
+    """The table, one row per (step, kind); a step where nothing changed says so."""
+    lines = ["| torch | what changes | items | example |", "|---|---|---|---|"]
+    for step in found:
+        label = f"{step.before} → {step.after}"
+        if not step.groups:
+            lines.append(f"| {label} | nothing ({step.compared} compared) | 0 | |")
+        for g in step.groups:
+            example = f"{g.items[0]}: {g.example}".replace("|", "\\|")
+            lines.append(f"| {label} | {g.kind} | {len(g.items)} | {example} |")
+    return lines
+
+
+def main(paths: list[Path]) -> int:
+    """``python -m pytest_exportcheck versions``: print the table; 2 on an unreadable file."""
+    files = list(recording_files(paths))
+    if not files:
+        print(f"no *{SUFFIX} under {', '.join(map(str, paths))}")
+        return 2
+    try:
+        recordings = read_all(files)
+    except RecordingError as exc:
+        print(f"error: {exc}")
+        return 2
+    for line in render_markdown(steps(recordings)):
+        print(line)
+    return 0
+
+
+def _sort_key(minor: str) -> tuple[int, Version | str]:
+    try:
+        return (0, Version(minor))
+    except InvalidVersion:
+        return (1, minor)
