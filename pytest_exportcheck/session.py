@@ -143,6 +143,16 @@ class ExportCheckSession:
             if getattr(item, "check", None) == "recorded":
                 self.recordings.incomplete.add(str(item.case.path))  # type: ignore[attr-defined]
 
+    @pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: after skipping's XPASS
+    def pytest_runtest_makereport(self, item: pytest.Item, call: Any) -> Any:
+        """An XPASS(strict) of an xfail that a ``torch:`` condition applied names it."""
+        report = yield
+        longrepr = report.longrepr
+        if report.failed and isinstance(longrepr, str) and longrepr.startswith("[XPASS(strict)]"):
+            note = item.xpass_note() if hasattr(item, "xpass_note") else ""
+            report.longrepr = f"{longrepr}\n{note}" if note else longrepr
+        return report
+
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         """xdist controller: take a finished worker's observations (and why a dead one died)."""

@@ -24,12 +24,14 @@ import warnings
 
 import torch
 
+from pytest_exportcheck import compat
 from pytest_exportcheck.capture.record import STATE_KINDS, CaptureRecord, DecompositionError
 from pytest_exportcheck.checks.signature import is_traced_constant
 from pytest_exportcheck.compare import Tolerance, compare_trees
 from pytest_exportcheck.failures import ExportCheckWarning, describe_exception
 from pytest_exportcheck.runs import run_steps
 from pytest_exportcheck.spec import Case
+from pytest_exportcheck.spec.versions import accept_notes
 
 Table = dict[str, dict[str, str]]  # row -> capture -> cell
 NOT_COMPARED = "n/a"
@@ -67,7 +69,8 @@ def check_consistency(
         header += "; left out: " + "; ".join(
             f"{capture} ({_first_line(why)})" for capture, why in left_out.items()
         )
-    return [header + ":\n" + render_table(undeclared, table, list(records))]
+    notes = accept_notes(case, undeclared, str(compat.torch_version()))
+    return ["\n".join([header + ":\n" + render_table(undeclared, table, list(records)), *notes])]
 
 
 def _first_line(text: str, limit: int = 100) -> str:

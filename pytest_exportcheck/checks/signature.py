@@ -23,12 +23,14 @@ placeholder list, so this one check serves them all.
 
 from __future__ import annotations
 
+import operator
 import re
 from typing import Any
 
 import torch
 from torch.utils import _pytree as pytree
 
+from pytest_exportcheck import compat
 from pytest_exportcheck.capture.record import (
     PLACEHOLDER_KINDS,
     STATE_KINDS,
@@ -38,6 +40,7 @@ from pytest_exportcheck.capture.record import (
 )
 from pytest_exportcheck.checks.listdiff import partition_differences, side_by_side
 from pytest_exportcheck.spec import Case
+from pytest_exportcheck.spec.versions import placeholder_notes
 
 
 def check_signature(case: Case, record: CaptureRecord) -> list[str]:
@@ -237,19 +240,31 @@ def _expected_placeholders(case: Case, record: CaptureRecord) -> list[str]:
     expected = case.expect.placeholders_for(record.capture)
     if expected is None:
         return []
-    # An expectation without a target compares name and kind only.
+    wanted, actual = _as_compared(expected, record)
+    if actual == wanted:
+        return []
+    where = f" ({case.at(case.expect.placeholders_line)})"
+    finding = f"placeholders differ from expect.placeholders{where}:\n" + side_by_side(
+        wanted, actual, names=("expected", f"actual [{record.capture}]")
+    )
+    # An expectation a torch: condition gives other versions may fit this one.
+    notes = placeholder_notes(
+        case,
+        record.capture,
+        lambda other: operator.eq(*_as_compared(other, record)),
+        str(compat.torch_version()),
+    )
+    return ["\n".join([finding, *notes])]
+
+
+def _as_compared(expected: list[Any], record: CaptureRecord) -> tuple[list[str], list[str]]:
+    """(expected, actual) rendered alike; an expectation without a target compares name
+    and kind only."""
     untargeted = {e.name for e in expected if e.target is None}
     actual = [
         f"{p.name}: {p.kind}" if p.name in untargeted else p.render() for p in record.placeholders
     ]
-    wanted = [e.render() for e in expected]
-    if actual == wanted:
-        return []
-    where = f" ({case.at(case.expect.placeholders_line)})"
-    return [
-        f"placeholders differ from expect.placeholders{where}:\n"
-        + side_by_side(wanted, actual, names=("expected", f"actual [{record.capture}]"))
-    ]
+    return [e.render() for e in expected], actual
 
 
 def _usage_scopes(record: CaptureRecord) -> list[str]:

@@ -23,6 +23,7 @@ from pytest_exportcheck.spec.case import (
     DEFAULT_PARITY_STEPS,
     AcceptedDifference,
     Case,
+    Elsewhere,
     ExpectedPlaceholder,
     ExpectSpec,
     ModelSpec,
@@ -33,7 +34,14 @@ from pytest_exportcheck.spec.case import (
 from pytest_exportcheck.spec.errors import SpecError
 from pytest_exportcheck.spec.requirements import requirement_problems
 from pytest_exportcheck.spec.semantics import MAX_TENSOR_ELEMENTS, semantic_errors
-from pytest_exportcheck.spec.versions import applies, resolve_when, specifier_problems
+from pytest_exportcheck.spec.versions import (
+    Unmet,
+    applies,
+    resolve_when,
+    specifier_problems,
+    unmet_conditions,
+    xfail_conditions,
+)
 from pytest_exportcheck.spec.yaml_lines import LineDict, line_of, load_yaml
 
 CASE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -126,7 +134,8 @@ def load_case_file(path: Path, max_elements: int = MAX_TENSOR_ELEMENTS) -> list[
             error = SpecError(message, path, line_of(document, ["cases", name, *where]))
             loaded.append(LoadedCase(name, line, error=error))
             continue
-        loaded.append(LoadedCase(name, line, case=_build_case(name, line, resolved, path)))
+        case = _build_case(name, line, resolved, path, raw)
+        loaded.append(LoadedCase(name, line, case=case))
     return loaded
 
 
@@ -146,7 +155,7 @@ def case_from_mapping(
     problems, resolved = _problems(raw, max_elements)
     if problems:
         raise SpecError(problems[0][0], path, line)
-    return _build_case(name, line, resolved, path)
+    return _build_case(name, line, resolved, path, raw)
 
 
 def _problems(raw: dict[str, Any], max_elements: int) -> tuple[list[Any], dict[str, Any]]:
@@ -217,7 +226,12 @@ def _render_path(where: list[Any]) -> str:
     return rendered.lstrip(".") or "<top level>"
 
 
-def _build_case(name: str, line: int, raw: dict[str, Any], path: Path) -> Case:
+def _build_case(
+    name: str, line: int, raw: dict[str, Any], path: Path, written: dict[str, Any]
+) -> Case:
+    """The Case of ``raw`` (as this torch sees it, ``when:`` resolved); ``written`` (the
+    case as written) adds what its ``torch:`` conditions give other versions."""
+    conditions = xfail_conditions(written)
     model = raw["model"]
     expect = raw.get("expect", {})
     parity = expect.get("parity", {})
@@ -274,17 +288,33 @@ def _build_case(name: str, line: int, raw: dict[str, Any], path: Path) -> Case:
             ),
             consistency_line=_key_line(expect, "consistency"),
         ),
-        xfails=tuple(
-            XfailSpec(
-                reason=x["reason"],
-                captures=tuple(x["captures"]) if "captures" in x else None,
-                checks=tuple(x["checks"]) if "checks" in x else None,
-                devices=tuple(x["devices"]) if "devices" in x else None,
-                strict=x.get("strict", True),
-            )
-            for x in xfail_list
-            if applies(x)
-        ),
+        xfails=tuple(_xfail(x, conditions.get(id(x))) for x in xfail_list if applies(x)),
+        elsewhere=tuple(_elsewhere(u) for u in unmet_conditions(written)),
+    )
+
+
+def _xfail(x: Any, torch: str | None) -> XfailSpec:
+    return XfailSpec(
+        reason=x["reason"],
+        captures=tuple(x["captures"]) if "captures" in x else None,
+        checks=tuple(x["checks"]) if "checks" in x else None,
+        devices=tuple(x["devices"]) if "devices" in x else None,
+        strict=x.get("strict", True),
+        torch=torch,
+        line=getattr(x, "line", None),
+    )
+
+
+def _elsewhere(unmet: Unmet) -> Elsewhere:
+    value = unmet.value
+    if unmet.kind == "xfail":
+        return Elsewhere(unmet.torch, unmet.line, xfail=_xfail(value, unmet.torch))
+    if unmet.kind == "accept":
+        accept = AcceptedDifference(value["row"], value["reason"])
+        return Elsewhere(unmet.torch, unmet.line, accept=accept)
+    placeholders = _placeholders(value)
+    return Elsewhere(
+        unmet.torch, unmet.line, placeholders=placeholders, replaced_by=unmet.replaced_by
     )
 
 

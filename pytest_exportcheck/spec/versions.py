@@ -21,11 +21,18 @@ metadata (``compat.torch_version``): resolving a case never imports torch.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+import fnmatch
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from packaging.version import InvalidVersion, Version
 
 from pytest_exportcheck import compat
 from pytest_exportcheck.spec.yaml_lines import LineDict
+
+if TYPE_CHECKING:
+    from pytest_exportcheck.spec.case import Case, XfailSpec
 
 Problem = tuple[str, list[Any]]
 
@@ -70,6 +77,72 @@ def applies(entry: dict[str, Any]) -> bool:
     return "torch" not in entry or compat.satisfies(entry["torch"])
 
 
+@dataclass(frozen=True)
+class Unmet:
+    """A raw part of a case whose ``torch:`` condition this torch does not meet."""
+
+    torch: str | None  # None: the case's own expect.placeholders, replaced by `replaced_by`
+    kind: str  # "xfail", "placeholders" or "accept"
+    value: Any
+    line: int | None
+    replaced_by: str | None = None
+
+
+def unmet_conditions(raw: dict[str, Any]) -> list[Unmet]:
+    """Every xfail, accepted difference and placeholder expectation of ``raw`` that a
+    ``torch:`` condition withholds from the installed torch (see ``spec.case.Elsewhere``)."""
+    found = [
+        Unmet(x["torch"], "xfail", x, _line(x))
+        for x in _as_list(raw.get("xfail", []))
+        if isinstance(x, dict) and not applies(x)
+    ]
+    found += [
+        Unmet(a["torch"], "accept", a, _line(a))
+        for a in _accepts(raw.get("expect", {}))
+        if not applies(a)
+    ]
+    replaced_by = None
+    for entry in raw.get("when", []):
+        specifier = entry["torch"]
+        expect = entry.get("expect", {})
+        if compat.satisfies(specifier):
+            if "placeholders" in expect:
+                replaced_by = specifier
+            continue
+        found += [Unmet(specifier, "xfail", x, _line(x)) for x in _as_list(entry.get("xfail", []))]
+        found += [Unmet(specifier, "accept", a, _line(a)) for a in _accepts(expect)]
+        if "placeholders" in expect:
+            line = getattr(expect, "key_lines", {}).get("placeholders")
+            found.append(Unmet(specifier, "placeholders", expect["placeholders"], line))
+    own = raw.get("expect", {})
+    if replaced_by is not None and "placeholders" in own:
+        line = getattr(own, "key_lines", {}).get("placeholders")
+        found.append(Unmet(None, "placeholders", own["placeholders"], line, replaced_by))
+    return found
+
+
+def xfail_conditions(raw: dict[str, Any]) -> dict[int, str]:
+    """id() of each xfail entry that a ``torch:`` condition gives this torch -> the specifier
+    (its own, or its ``when`` entry's); resolved cases hold these same entry objects."""
+    found = {
+        id(x): x["torch"]
+        for x in _as_list(raw.get("xfail", []))
+        if isinstance(x, dict) and "torch" in x
+    }
+    for entry in raw.get("when", []):
+        for x in _as_list(entry.get("xfail", [])):
+            found[id(x)] = x.get("torch") or entry["torch"]
+    return found
+
+
+def _accepts(expect: Any) -> list[Any]:
+    return list(expect.get("consistency", {}).get("accept", [])) if isinstance(expect, dict) else []
+
+
+def _line(node: Any) -> int | None:
+    return getattr(node, "line", None)
+
+
 def _specifiers(node: Any, path: list[Any]) -> Iterator[tuple[list[Any], str]]:
     if isinstance(node, dict):
         for key, value in node.items():
@@ -91,3 +164,84 @@ def _copy(mapping: Any) -> LineDict:
 
 def _as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list) else [value]
+
+
+# Notes a failure gets when a `torch:` condition looks misplaced: the behaviour a
+# condition gives other versions shows on this one too, or the one it gives this
+# version does not. They name the condition's file:line so the boundary is moved
+# where it is written. ``installed`` is the torch version as its metadata says.
+
+
+def unmet_xfail_note(case: Case, capture: str, check: str, device: str, installed: str) -> str:
+    """For a failing item: the xfails withheld from this torch that cover it ('' if none)."""
+    notes = [
+        f"version condition: the xfail at {case.at(e.line)} covers this item for torch "
+        f"{e.torch} only, and torch {installed} fails it too; if this is the behaviour it "
+        f"names ({_gist(e.xfail.reason)}), move its boundary to take {_minor(installed)} in"
+        for e in case.elsewhere
+        if e.xfail is not None and e.xfail.applies_to(capture, check, device)
+    ]
+    return "\n".join(notes)
+
+
+def passing_xfail_note(xfail: XfailSpec, case: Case, installed: str) -> str:
+    """For an XPASS(strict) of an xfail that a ``torch:`` condition applied ('' if none)."""
+    if xfail.torch is None:
+        return ""
+    return (
+        f"version condition: the xfail at {case.at(xfail.line)} is for torch {xfail.torch}, "
+        f"which takes torch {installed} in, but this torch does not fail: move its boundary "
+        f"to leave {_minor(installed)} out (its reason names the versions it was measured on)"
+    )
+
+
+def placeholder_notes(
+    case: Case, capture: str, matches: Callable[[list[Any]], bool], installed: str
+) -> list[str]:
+    """For placeholders that differ from expect.placeholders: the expectations this torch
+    was not given that they do match (``matches`` compares one list with the capture)."""
+    notes = []
+    for e in case.elsewhere:
+        listed = e.placeholders.get(capture) if isinstance(e.placeholders, dict) else e.placeholders
+        if listed is None or not matches(listed):
+            continue
+        if e.torch is None:
+            notes.append(
+                f"version condition: these placeholders are what the case's own "
+                f"expect.placeholders says ({case.at(e.line)}); the `when: torch "
+                f"{e.replaced_by}` entry that replaces it takes torch {installed} in: move its "
+                f"boundary to leave {_minor(installed)} out"
+            )
+        else:
+            notes.append(
+                f"version condition: these placeholders are what `when: torch {e.torch}` "
+                f"expects ({case.at(e.line)}), which leaves torch {installed} out: if this "
+                f"torch behaves like those, move that boundary to take {_minor(installed)} in"
+            )
+    return notes
+
+
+def accept_notes(case: Case, rows: list[str], installed: str) -> list[str]:
+    """For consistency rows that differ undeclared: accepted differences this torch was not
+    given that would accept them."""
+    return [
+        f"version condition: row {row!r} is accepted at {case.at(e.line)} for torch "
+        f"{e.torch} only, and torch {installed} shows it too: if it is the same difference "
+        f"({_gist(e.accept.reason)}), move that boundary to take {_minor(installed)} in"
+        for row in rows
+        for e in case.elsewhere
+        if e.accept is not None and fnmatch.fnmatchcase(row, e.accept.row)
+    ]
+
+
+def _gist(text: str, limit: int = 90) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _minor(installed: str) -> str:
+    try:
+        version = Version(installed)
+    except InvalidVersion:
+        return installed
+    return f"{version.major}.{version.minor}"
