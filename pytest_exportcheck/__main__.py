@@ -41,11 +41,18 @@ def main(argv: list[str] | None = None) -> int:
         "that start or stop failing), with a count and one example.",
     )
     versions.add_argument("paths", nargs="*", type=Path, default=[Path("cases")], metavar="PATH")
+    versions.add_argument(
+        "--write",
+        type=Path,
+        metavar="FILE.md",
+        help="put the table into FILE.md between its versions-table markers instead of "
+        "printing it (the README's table is made so)",
+    )
     args = parser.parse_args(argv)
     if args.command == "versions":
         from pytest_exportcheck.reports import versions as versions_table
 
-        return versions_table.main(args.paths)
+        return versions_table.main(args.paths, args.write)
     return scaffold.run(args, argv)
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
+from pytest_exportcheck.atomic import write_atomically
 from pytest_exportcheck.drift import Drift, DriftGroup, drifts, group
 from pytest_exportcheck.recording import SUFFIX, Recording, RecordingError
 
@@ -106,8 +107,26 @@ def render_markdown(found: list[Step]) -> list[str]:
     return lines
 
 
-def main(paths: list[Path]) -> int:
-    """``python -m pytest_exportcheck versions``: print the table; 2 on an unreadable file."""
+# The table's place in a Markdown file (--write): between these two lines.
+BEGIN = "<!-- versions table: python -m pytest_exportcheck versions cases --write README.md -->"
+END = "<!-- end of versions table -->"
+
+
+def with_table(text: str, table: list[str]) -> str | None:
+    """``text`` with the lines between BEGIN and END replaced by ``table``; None if it
+    lacks the markers."""
+    lines = text.splitlines(keepends=True)
+    starts = [i for i, line in enumerate(lines) if line.strip() == BEGIN]
+    ends = [i for i, line in enumerate(lines) if line.strip() == END]
+    if len(starts) != 1 or len(ends) != 1 or ends[0] < starts[0]:
+        return None
+    body = [f"{line}\n" for line in table]
+    return "".join([*lines[: starts[0] + 1], *body, *lines[ends[0] :]])
+
+
+def main(paths: list[Path], write: Path | None = None) -> int:
+    """``python -m pytest_exportcheck versions``: print the table, or (``write``) put it
+    into a Markdown file between the markers; 2 on an unreadable or unmarked file."""
     files = list(recording_files(paths))
     if not files:
         print(f"no *{SUFFIX} under {', '.join(map(str, paths))}")
@@ -117,8 +136,19 @@ def main(paths: list[Path]) -> int:
     except RecordingError as exc:
         print(f"error: {exc}")
         return 2
-    for line in render_markdown(steps(recordings)):
-        print(line)
+    table = render_markdown(steps(recordings))
+    if write is None:
+        for line in table:
+            print(line)
+        return 0
+    text = write.read_text(encoding="utf-8")
+    updated = with_table(text, table)
+    if updated is None:
+        print(f"error: {write} needs one line {BEGIN!r} and, after it, one line {END!r}")
+        return 2
+    if updated != text:
+        write_atomically(write, updated)
+    print(f"{write}: versions table {'updated' if updated != text else 'unchanged'}")
     return 0
 
 

@@ -134,3 +134,36 @@ def test_compare_between_two_runs_groups_the_same_kinds(corpus: Path) -> None:
             "L__self___lin.weight now L__self___lin_weight",
         }
     ]
+
+
+def test_write_puts_the_table_between_the_markers(corpus: Path, tmp_path: Path) -> None:
+    from pytest_exportcheck.reports.versions import BEGIN, END
+
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# Title\n\n{BEGIN}\nold table\n{END}\n\nafter\n")
+    assert main(["versions", str(corpus), "--write", str(readme)]) == 0
+    text = readme.read_text()
+    assert text.startswith(f"# Title\n\n{BEGIN}\n| torch | what changes | items | example |\n")
+    assert text.endswith(f"basics::mlp[export-strict]: none for 2.10 |\n{END}\n\nafter\n")
+    assert main(["versions", str(corpus), "--write", str(readme)]) == 0
+    assert readme.read_text() == text
+
+
+def test_write_refuses_a_file_without_markers(corpus: Path, tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text("no markers\n")
+    assert main(["versions", str(corpus), "--write", str(readme)]) == 2
+    assert readme.read_text() == "no markers\n"
+
+
+def test_the_readme_table_is_the_one_the_recordings_give() -> None:
+    """The README's table is generated, never edited: regenerate it after recording."""
+    from pytest_exportcheck.reports.versions import render_markdown, with_table
+
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    table = render_markdown(steps(read_all(recording_files([root / "cases"]))))
+    assert with_table(readme, table) == readme, (
+        "README.md's versions table is stale: "
+        "python -m pytest_exportcheck versions cases --write README.md"
+    )
