@@ -453,3 +453,20 @@ def load_models(pytester: pytest.Pytester) -> Any:
     from pytest_exportcheck.targets import resolve_target
 
     return sys.modules[resolve_target("models.py:Mlp", pytester.path / "cases").__module__]
+
+
+# Two cases with recorded items: counter (export) and mlp (export, dynamo-legacy).
+RECORDED_CASES = """
+cases:
+  counter:
+    description: a counter buffer
+    model: {target: models.py:Counter}
+    inputs: {args: [{shape: [2, 4]}]}
+    checks: [recorded]
+  mlp:
+    description: a plain MLP
+    model: {target: models.py:Mlp}
+    inputs: {args: [{shape: [2, 4]}]}
+    captures: [export, dynamo-legacy]
+    checks: [recorded]
+"""

@@ -107,11 +107,11 @@ def check_recorded(
         entry = f"{case.name}[{capture}]"
         return f"{where} has no entry for {entry} under torch {reference.minor}; {hint}"
     if reference.relation == "own":
-        since = f"differ from the recording for torch {minor}"
+        since = f"from the recording for torch {minor}"
     else:
         nearest = "nearest older" if reference.relation == "older" else "no older recording"
         since = (
-            f"differ from torch {reference.minor}'s recording "
+            f"from torch {reference.minor}'s recording "
             f"(no recording for torch {minor} yet; {nearest})"
         )
     return RecordedComparison(
@@ -130,7 +130,9 @@ def compare(
             return []
         was = expected.get("capture", "succeeded")
         now = actual.get("capture", "succeeds")
-        return [f"the capture {since} ({where}):\n  recorded: {was}\n  now: {now}"]
+        return [
+            f"the capture's outcome differs {since} ({where}):\n  recorded: {was}\n  now: {now}"
+        ]
     findings = []
     for aspect in ("placeholders", "modules", "mutations"):
         want, got = expected.get(aspect), actual.get(aspect)
@@ -148,7 +150,7 @@ def compare(
             )
         else:
             detail = f"  recorded {want!r}, now {got!r}"
-        findings.append(f"{aspect} {since} ({where}):\n{detail}")
+        findings.append(f"{aspect} differ {since} ({where}):\n{detail}")
     return findings
 
 

@@ -5,24 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from casekit import RECORDED_CASES as TWO_CASES
 from casekit import write_cases
 
 from pytest_exportcheck.compat import torch_minor
-
-TWO_CASES = """
-cases:
-  counter:
-    description: a counter buffer
-    model: {target: models.py:Counter}
-    inputs: {args: [{shape: [2, 4]}]}
-    checks: [recorded]
-  mlp:
-    description: a plain MLP
-    model: {target: models.py:Mlp}
-    inputs: {args: [{shape: [2, 4]}]}
-    captures: [export, dynamo-legacy]
-    checks: [recorded]
-"""
 
 RECORDING = "cases/main.recorded.json"
 
@@ -217,3 +203,44 @@ def test_a_recording_gets_the_usual_file_mode(project: pytest.Pytester) -> None:
     umask = os.umask(0)
     os.umask(umask)
     assert (project.path / RECORDING).stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+FAILING_CAPTURE = """
+cases:
+  branchy:
+    description: a data-dependent branch export refuses
+    model: {target: models.py:DataDependent}
+    inputs: {args: [{shape: [2, 4]}]}
+    checks: [recorded]
+"""
+
+
+def test_a_capture_that_raises_is_recorded_as_such(project: pytest.Pytester) -> None:
+    write_cases(project, FAILING_CAPTURE)
+    update(project).assert_outcomes(failed=1)  # the capture's own failure still shows
+    (entry,) = recording(project)["torch"][torch_minor()]["branchy"].values()
+    assert list(entry) == ["capture"]
+    assert entry["capture"].startswith("[data-dependent guard] ")
+    project.runpytest("--exportcheck").stdout.fnmatch_lines(
+        ["*[[]capture: data-dependent guard[]]*"]
+    )
+
+
+def test_a_recorded_failure_that_now_captures_is_a_difference(project: pytest.Pytester) -> None:
+    write_cases(project, TWO_CASES)
+    update(project)
+
+    def failed_then(data: dict) -> None:
+        data["torch"][torch_minor()]["counter"]["export"] = {"capture": "[other] KeyError: 'x'"}
+
+    rewrite(project, failed_then)
+    result = project.runpytest("--exportcheck", "-k", "counter")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            f"- the capture's outcome differs from the recording for torch {torch_minor()} "
+            "(main.recorded.json):",
+            "    recorded: [[]other[]] KeyError: 'x'",
+            "    now: succeeds",
+        ]
+    )

@@ -167,3 +167,17 @@ def test_the_readme_table_is_the_one_the_recordings_give() -> None:
         "README.md's versions table is stale: "
         "python -m pytest_exportcheck versions cases --write README.md"
     )
+
+
+def test_compare_prints_the_kinds_above_the_items() -> None:
+    from pytest_exportcheck.reports.compare import render
+
+    comparison = compare(_report("2.9.1", OLD), _report("2.10.0", NEW)["items"], source="b.json")
+    lines = render(comparison, {"torch": "2.10.0"}, limit=None)
+    at = lines.index("observations changed (2):")
+    assert lines[at + 1] == (
+        "  by kind: dynamo-legacy placeholder names: 2 items, e.g. "
+        "cases/basics.yaml::mlp::recorded[dynamo-legacy-cpu]: "
+        "L__self___lin.weight now L__self___lin_weight"
+    )
+    assert lines[at + 2].startswith("  cases/basics.yaml::mlp::recorded[dynamo-legacy-cpu]")
