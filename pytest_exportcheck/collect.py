@@ -10,7 +10,6 @@ collection error, which would stop the whole run) that names ``file:line``.
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Iterator
 from typing import Any, NoReturn
 
@@ -240,33 +239,10 @@ class CheckItem(pytest.Item):
             self._compare_recorded(observe_failure(error))  # nothing recorded: no skip either
 
     def _compare_recorded(self, observation: dict[str, Any]) -> Any:
-        """Record ``observation`` (--exportcheck-update: None) or compare it with the
-        recording: a RecordedComparison, or why there is nothing to compare with."""
-        from pytest_exportcheck.checks.recorded import check_recorded
-        from pytest_exportcheck.failures import CaseError
-        from pytest_exportcheck.recording import RecordingError
+        from pytest_exportcheck.checks.recorded import record_or_compare
 
         store = self._session.recordings
-        try:
-            recording = store.recording(self.case.path)
-        except RecordingError as exc:
-            raise CaseError(
-                f"{exc}; fix or delete it (--exportcheck-update will not overwrite it)"
-            ) from None
-        # In the item's report too: --exportcheck-compare diffs observations between runs.
-        self._set_property("exportcheck_observation", json.dumps(observation, sort_keys=True))
-        if store.update:
-            store.observe(self.case.path, self.case.name, self.capture, observation)
-            return None
-        found = check_recorded(self.case, self.capture, recording, store.minor, observation)
-        if isinstance(found, str):
-            return found
-        # The controller groups what differs from another torch's recording (reports/).
-        self._set_property("exportcheck_recorded_against", found.against)
-        if found.drifts:
-            drifted = [[d.kind, d.example] for d in found.drifts]
-            self._set_property("exportcheck_drift", json.dumps(drifted))
-        return found
+        return record_or_compare(store, self.case, self.capture, observation, self._set_property)
 
     def teardown(self) -> None:
         self._session.release(self)

@@ -13,7 +13,9 @@ its observation instead (the controller writes the files at the end).
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,8 +23,13 @@ from pytest_exportcheck.capture.export import ProgramRecord
 from pytest_exportcheck.capture.record import CaptureRecord, DecompositionError
 from pytest_exportcheck.checks.listdiff import list_diff
 from pytest_exportcheck.drift import Drift, drifts
-from pytest_exportcheck.failures import CaptureError
-from pytest_exportcheck.recording import Recording, recording_path
+from pytest_exportcheck.failures import CaptureError, CaseError
+from pytest_exportcheck.recording import (
+    Recording,
+    RecordingError,
+    RecordingStore,
+    recording_path,
+)
 from pytest_exportcheck.spec import Case
 
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
@@ -159,3 +166,34 @@ def _line(entry: Any) -> str:
         name, kind, target = entry
         return f"{name}: {kind}" + (f" -> {target}" if target is not None else "")
     return str(entry)
+
+
+def record_or_compare(
+    store: RecordingStore,
+    case: Case,
+    capture: str,
+    observation: dict[str, Any],
+    set_property: Callable[[str, Any], None],
+) -> RecordedComparison | str | None:
+    """What a recorded item does with its observation: record it (--exportcheck-update:
+    None), or compare it with the recording (a RecordedComparison, or why there is nothing
+    to compare with). The item's report carries what the controller needs: the
+    observation (--exportcheck-compare diffs it between runs), the minor compared with
+    and what drifted (the summary for a torch without recordings, ``reports/nearest.py``)."""
+    try:
+        recording = store.recording(case.path)
+    except RecordingError as exc:
+        raise CaseError(
+            f"{exc}; fix or delete it (--exportcheck-update will not overwrite it)"
+        ) from None
+    set_property("exportcheck_observation", json.dumps(observation, sort_keys=True))
+    if store.update:
+        store.observe(case.path, case.name, capture, observation)
+        return None
+    found = check_recorded(case, capture, recording, store.minor, observation)
+    if isinstance(found, str):
+        return found
+    set_property("exportcheck_recorded_against", found.against)
+    if found.drifts:
+        set_property("exportcheck_drift", json.dumps([[d.kind, d.example] for d in found.drifts]))
+    return found
