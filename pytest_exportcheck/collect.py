@@ -264,9 +264,7 @@ class CheckItem(pytest.Item):
         if error.stage not in ("case", "eager", "internal"):  # what an xfail could expect
             from pytest_exportcheck.spec.versions import unmet_xfail_note
 
-            note = unmet_xfail_note(
-                self.case, self.capture, self.check, self.device, _installed_torch()
-            )
+            note = unmet_xfail_note(self.case, self.capture, self.check, self.device)
             text += f"\n{note}" if note else ""
         show_traceback = (
             error.stage == "internal"
@@ -284,7 +282,7 @@ class CheckItem(pytest.Item):
         from pytest_exportcheck.spec.versions import passing_xfail_note
 
         xfail = self.case.xfail_for(self.capture, self.check, self.device)
-        return passing_xfail_note(xfail, self.case, _installed_torch()) if xfail else ""
+        return passing_xfail_note(xfail, self.case) if xfail else ""
 
     def _graph_evidence(self, findings: str) -> str:
         from pytest_exportcheck.checks.evidence import graph_excerpt
@@ -387,12 +385,6 @@ def failure_text(error: Any, where: str) -> str:
     if first == error.headline:
         body = rest
     return "\n".join(part for part in (error.headline, where, body) if part)
-
-
-def _installed_torch() -> str:
-    from pytest_exportcheck import compat
-
-    return str(compat.torch_version())
 
 
 def _full_traceback(exc: BaseException) -> str:

@@ -43,9 +43,17 @@ class DriftGroup:
     items: list[str]  # who shows it (node ids, or case[capture]), sorted
     example: str  # the first item's example
 
+    @property
+    def instance(self) -> str:
+        """The first item and its example: ``basics::mlp[export]: p_a now p_b``."""
+        return f"{self.items[0]}: {self.example}"
+
     def line(self) -> str:
         noun = "item" if len(self.items) == 1 else "items"
-        return f"{self.kind}: {len(self.items)} {noun}, e.g. {self.items[0]}: {self.example}"
+        return f"{self.kind}: {len(self.items)} {noun}, e.g. {self.instance}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "items": len(self.items), "example": self.instance}
 
 
 def drifts(capture: str, before: Any, after: Any) -> list[Drift]:
@@ -113,11 +121,18 @@ def _only_state(changed: list[str], entries: list[tuple[Any, Any, Any]]) -> bool
     return all(kinds.get(p) in ("parameter", "buffer", "constant") for p in changed)
 
 
-def _modules(old: Any, new: Any) -> tuple[str, str]:
+def _failing(step: str, old: Any, new: Any) -> tuple[str, str] | None:
+    """An aspect recorded as a string is a step that raised: did it start or stop?"""
     if isinstance(new, str) and not isinstance(old, str):
-        return "unflatten fails", new
+        return f"{step} fails", new
     if isinstance(old, str) and not isinstance(new, str):
-        return "unflatten works", f"was: {old}"
+        return f"{step} works", f"was: {old}"
+    return None
+
+
+def _modules(old: Any, new: Any) -> tuple[str, str]:
+    if failing := _failing("unflatten", old, new):
+        return failing
     if isinstance(old, list) and isinstance(new, list):
         gone = [f"-{m}" for m in old if m not in new]
         added = [f"+{m}" for m in new if m not in old]
@@ -126,10 +141,8 @@ def _modules(old: Any, new: Any) -> tuple[str, str]:
 
 
 def _mutations(old: Any, new: Any) -> tuple[str, str]:
-    if isinstance(new, str) and not isinstance(old, str):
-        return "decomposition fails", new
-    if isinstance(old, str) and not isinstance(new, str):
-        return "decomposition works", f"was: {old}"
+    if failing := _failing("decomposition", old, new):
+        return failing
     if isinstance(old, dict) and isinstance(new, dict):
         parts = []
         for key in sorted(old.keys() | new.keys()):

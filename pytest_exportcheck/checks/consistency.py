@@ -24,7 +24,6 @@ import warnings
 
 import torch
 
-from pytest_exportcheck import compat
 from pytest_exportcheck.capture.record import STATE_KINDS, CaptureRecord, DecompositionError
 from pytest_exportcheck.checks.signature import is_traced_constant
 from pytest_exportcheck.compare import Tolerance, compare_trees
@@ -69,7 +68,7 @@ def check_consistency(
         header += "; left out: " + "; ".join(
             f"{capture} ({_first_line(why)})" for capture, why in left_out.items()
         )
-    notes = accept_notes(case, undeclared, str(compat.torch_version()))
+    notes = accept_notes(case, undeclared)
     return ["\n".join([header + ":\n" + render_table(undeclared, table, list(records)), *notes])]
 
 

@@ -76,7 +76,6 @@ class RecordedComparison:
     """The recorded check of one item: the section it compared with, and what differs."""
 
     against: str  # the torch minor of the section compared with
-    relation: str  # "own", "older" or "newer" (see Recording.reference)
     findings: list[str] = field(default_factory=list)
     drifts: list[Drift] = field(default_factory=list)
 
@@ -123,7 +122,6 @@ def check_recorded(
         )
     return RecordedComparison(
         against=reference.minor,
-        relation=reference.relation,
         findings=compare(expected, observation, since=since, where=where),
         drifts=drifts(capture, expected, observation),
     )

@@ -82,10 +82,7 @@ class Comparison:
             "baseline_torch": self.baseline_run.get("torch"),
             "unchanged": self.unchanged,
             **{name: [c.nodeid for c in getattr(self, name)] for name, _, _ in KINDS},
-            "observations_by_kind": [
-                {"kind": g.kind, "items": len(g.items), "example": f"{g.items[0]}: {g.example}"}
-                for g in self.drift
-            ],
+            "observations_by_kind": [g.to_json() for g in self.drift],
         }
 
 

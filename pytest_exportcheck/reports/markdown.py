@@ -70,7 +70,7 @@ def _comparison(comparison: Comparison) -> list[str]:
         if changes is comparison.observations and comparison.drift:
             lines += ["| what changes | items | example |", "|---|---:|---|"]
             lines += [
-                f"| {_cell(g.kind)} | {len(g.items)} | {_cell(f'{g.items[0]}: {g.example}')} |"
+                f"| {_cell(g.kind)} | {len(g.items)} | {_cell(g.instance)} |"
                 for g in comparison.drift
             ]
             lines.append("")

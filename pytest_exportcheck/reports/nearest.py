@@ -48,10 +48,7 @@ class NearestSummary:
             "compared_with": dict(self.against),
             "compared": self.compared,
             "differing": self.differing,
-            "groups": [
-                {"kind": g.kind, "items": len(g.items), "example": f"{g.items[0]}: {g.example}"}
-                for g in self.groups
-            ],
+            "groups": [g.to_json() for g in self.groups],
         }
 
 

@@ -102,7 +102,7 @@ def render_markdown(found: list[Step]) -> list[str]:
         if not step.groups:
             lines.append(f"| {label} | nothing ({step.compared} compared) | 0 | |")
         for g in step.groups:
-            example = f"{g.items[0]}: {g.example}".replace("|", "\\|")
+            example = g.instance.replace("|", "\\|")
             lines.append(f"| {label} | {g.kind} | {len(g.items)} | {example} |")
     return lines
 

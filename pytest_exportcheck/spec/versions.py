@@ -169,11 +169,12 @@ def _as_list(value: Any) -> list[Any]:
 # Notes a failure gets when a `torch:` condition looks misplaced: the behaviour a
 # condition gives other versions shows on this one too, or the one it gives this
 # version does not. They name the condition's file:line so the boundary is moved
-# where it is written. ``installed`` is the torch version as its metadata says.
+# where it is written, naming the installed torch as its metadata says.
 
 
-def unmet_xfail_note(case: Case, capture: str, check: str, device: str, installed: str) -> str:
+def unmet_xfail_note(case: Case, capture: str, check: str, device: str) -> str:
     """For a failing item: the xfails withheld from this torch that cover it ('' if none)."""
+    installed = _installed()
     notes = [
         f"version condition: the xfail at {case.at(e.line)} covers this item for torch "
         f"{e.torch} only, and torch {installed} fails it too; if this is the behaviour it "
@@ -184,10 +185,11 @@ def unmet_xfail_note(case: Case, capture: str, check: str, device: str, installe
     return "\n".join(notes)
 
 
-def passing_xfail_note(xfail: XfailSpec, case: Case, installed: str) -> str:
+def passing_xfail_note(xfail: XfailSpec, case: Case) -> str:
     """For an XPASS(strict) of an xfail that a ``torch:`` condition applied ('' if none)."""
     if xfail.torch is None:
         return ""
+    installed = _installed()
     return (
         f"version condition: the xfail at {case.at(xfail.line)} is for torch {xfail.torch}, "
         f"which takes torch {installed} in, but this torch does not fail: move its boundary "
@@ -195,11 +197,10 @@ def passing_xfail_note(xfail: XfailSpec, case: Case, installed: str) -> str:
     )
 
 
-def placeholder_notes(
-    case: Case, capture: str, matches: Callable[[list[Any]], bool], installed: str
-) -> list[str]:
+def placeholder_notes(case: Case, capture: str, matches: Callable[[list[Any]], bool]) -> list[str]:
     """For placeholders that differ from expect.placeholders: the expectations this torch
     was not given that they do match (``matches`` compares one list with the capture)."""
+    installed = _installed()
     notes = []
     for e in case.elsewhere:
         listed = e.placeholders.get(capture) if isinstance(e.placeholders, dict) else e.placeholders
@@ -221,9 +222,10 @@ def placeholder_notes(
     return notes
 
 
-def accept_notes(case: Case, rows: list[str], installed: str) -> list[str]:
+def accept_notes(case: Case, rows: list[str]) -> list[str]:
     """For consistency rows that differ undeclared: accepted differences this torch was not
     given that would accept them."""
+    installed = _installed()
     return [
         f"version condition: row {row!r} is accepted at {case.at(e.line)} for torch "
         f"{e.torch} only, and torch {installed} shows it too: if it is the same difference "
@@ -232,6 +234,10 @@ def accept_notes(case: Case, rows: list[str], installed: str) -> list[str]:
         for e in case.elsewhere
         if e.accept is not None and fnmatch.fnmatchcase(row, e.accept.row)
     ]
+
+
+def _installed() -> str:
+    return str(compat.torch_version())
 
 
 def _gist(text: str, limit: int = 90) -> str:
