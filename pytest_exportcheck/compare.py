@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -52,30 +52,40 @@ def compare_trees(
     tolerance: Tolerance = DEFAULT,
     root: str = "output",
     names: tuple[str, str] = ("eager", "exported"),
-    reference: Any = None,
+    reference: Callable[[], Any] | None = None,
 ) -> list[str]:
     """Differences between ``expected`` and ``actual``; empty when they agree.
 
-    ``reference`` (same structure, float64) is what the ``fp64`` policy arbitrates with.
+    ``reference`` gives the float64 run (same structure as ``expected``, or
+    ``None`` where the model cannot run in float64) that the ``fp64`` and
+    ``auto`` policies arbitrate with. It is called only once a leaf fails
+    allclose: most comparisons never pay for a float64 run. Without it,
+    ``auto`` is plain allclose.
     """
     expected_leaves, expected_spec = flatten_with_paths(expected)
-    references: list[Any] = [None] * len(expected_leaves)
-    if reference is not None:
-        reference_leaves, reference_spec = pytree.tree_flatten(reference)
-        if reference_spec == expected_spec:
-            references = reference_leaves
     actual_leaves, actual_spec = flatten_with_paths(actual)
     if expected_spec != actual_spec:
         return [
             f"{root}: structure differs\n  {names[0]}: {_spec(expected_spec)}\n"
             f"  {names[1]}: {_spec(actual_spec)}"
         ]
+    reference_leaves: list[Any] = []
+
+    def reference_leaf(index: int) -> Any:
+        if not reference_leaves:
+            tree = reference() if reference is not None else None
+            leaves, spec = pytree.tree_flatten(tree)
+            if spec != expected_spec:  # no float64 run, or one of another structure
+                leaves = [None] * len(expected_leaves)
+            reference_leaves.extend(leaves)
+        return reference_leaves[index]
+
     problems = []
-    pairs = zip(expected_leaves, actual_leaves, references, strict=True)
-    for (path, want), (_, got), ref in pairs:
-        where = root + path
+    pairs = enumerate(zip(expected_leaves, actual_leaves, strict=True))
+    for index, ((path, want), (_, got)) in pairs:
+        leaf = None if reference is None else (lambda index=index: reference_leaf(index))
         problem = compare_leaf(
-            want, got, tolerance=tolerance, where=where, names=names, reference=ref
+            want, got, tolerance=tolerance, where=root + path, names=names, reference=leaf
         )
         if problem:
             problems.append(problem)
@@ -103,7 +113,7 @@ def compare_leaf(
     tolerance: Tolerance,
     where: str,
     names: tuple[str, str],
-    reference: Any = None,
+    reference: Callable[[], torch.Tensor | None] | None = None,
 ) -> str | None:
     if not isinstance(want, torch.Tensor) or not isinstance(got, torch.Tensor):
         if isinstance(want, torch.Tensor) or isinstance(got, torch.Tensor):
@@ -132,12 +142,13 @@ def value_difference(
     tolerance: Tolerance,
     where: str,
     names: tuple[str, str],
-    reference: torch.Tensor | None = None,
+    reference: Callable[[], torch.Tensor | None] | None = None,
 ) -> str | None:
     """``None`` if within tolerance, else: count, max abs/rel error, worst index, tolerance.
 
     Outside ``allclose``, the policy decides: ``max_mismatch`` lets a fraction of
-    elements through, ``cosine`` and ``fp64`` judge the whole leaf instead.
+    elements through, ``cosine`` and ``fp64`` judge the whole leaf instead, and
+    ``auto`` asks ``fp64`` when it has a ``reference`` to ask with.
     """
     tolerance = tolerance.resolve(want.dtype, want.device)
     want = want.detach().cpu()
@@ -173,15 +184,20 @@ def value_difference(
     outside = int(bad.sum())
     if outside == 0:
         return None
-    verdict = None
-    if tolerance.policy == "cosine":
-        verdict = cosine_verdict(want, got, tolerance)
-    elif tolerance.policy == "fp64" and not want.is_complex():
-        verdict = fp64_verdict(want, got, reference, tolerance, atol, names)
-    elif outside <= tolerance.max_mismatch * want.numel():
+    policy = tolerance.policy
+    if policy in ("allclose", "auto") and outside <= tolerance.max_mismatch * want.numel():
         return None
-    if tolerance.policy != "allclose" and verdict is None:
-        return None  # the policy accepts what allclose alone would not
+    verdict = None
+    if policy == "cosine":
+        verdict = cosine_verdict(want, got, tolerance)
+    arbitrated = policy == "fp64" or (policy == "auto" and reference is not None)
+    if arbitrated and not want.is_complex():
+        ref = reference() if reference is not None else None
+        verdict = fp64_verdict(want, got, ref, tolerance, atol, names)
+        if verdict is None:
+            return None  # no further from float64 than eager: eager's own error, not export's
+    elif policy == "cosine" and verdict is None:
+        return None
     # Relative to eager; where eager is exactly 0 any difference is infinitely relative.
     rel_err = torch.where(a == 0, torch.full_like(abs_err, float("inf")), abs_err / a.abs())
     worst = int(abs_err.flatten().argmax())

@@ -157,8 +157,14 @@ class Subject:
             )
         return self._eager_steps[:steps]
 
+    def fp64_step(self, index: int, steps: int) -> Step | None:
+        """Step ``index`` (from 0) of :meth:`fp64_steps`, or ``None`` with no float64 run."""
+        run = self.fp64_steps(steps)
+        return None if run is None else run[index]
+
     def fp64_steps(self, steps: int) -> list[Step] | None:
-        """Eager in float64 — model and floating inputs cast up — for the ``fp64`` policy.
+        """Eager in float64 — model and floating inputs cast up — for the ``fp64`` and
+        ``auto`` policies, made the first time a comparison fails allclose.
 
         ``None`` where the model cannot run in float64 (the policy then says so
         and allclose decides).

@@ -1,13 +1,19 @@
 """Tolerance policies: when a leaf of an exported output counts as equal to eager's.
 
-``allclose`` (the default) is ``torch.testing.assert_close``'s per-dtype rule,
-optionally allowing a fraction of elements outside it. ``cosine`` accepts a
-minimum cosine similarity. ``fp64`` arbitrates against a float64 eager run, as
-Dynamo's accuracy checker does: low-precision eager is not the truth either, so
-the exported result passes if it is no further from the fp64 reference than
-eager itself, times a multiplier::
+``allclose`` is ``torch.testing.assert_close``'s per-dtype rule, optionally
+allowing a fraction of elements outside it. ``cosine`` accepts a minimum cosine
+similarity. ``fp64`` arbitrates against a float64 eager run, as Dynamo's
+accuracy checker does: low-precision eager is not the truth either, so the
+exported result passes if it is no further from the fp64 reference than eager
+itself, times a multiplier::
 
     rmse(exported, ref64) <= fp64_multiplier * rmse(eager, ref64) + atol / 10
+
+``auto`` (the default) is ``allclose``, and where allclose fails, ``fp64``
+decides. Why: eager's kernels are not the truth. cuDNN's GRU on an H100 is
+1.3e-4 away from float64 while the decomposed program is 1e-7 away; a plain
+``allclose`` blames the export for eager's noise. The float64 run is made only
+for a comparison that allclose failed, so passing cases pay nothing.
 
 A case sets a policy for all outputs and may override it per dtype and device
 (``expect.parity.overrides``); the first matching override wins.
@@ -30,7 +36,7 @@ DEFAULT_TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
     torch.complex64: (1.3e-6, 1e-5),
     torch.complex128: (1e-7, 1e-7),
 }
-POLICIES = ("allclose", "fp64", "cosine")
+POLICIES = ("auto", "allclose", "fp64", "cosine")
 DEFAULT_FP64_MULTIPLIER = 2.0
 DEFAULT_COSINE = 0.99
 
@@ -57,7 +63,7 @@ class Tolerance:
     atol: float | None = None
     rtol: float | None = None
     source: str = "case tolerance"
-    policy: str = "allclose"
+    policy: str = "auto"
     max_mismatch: float = 0.0  # fraction of elements allowed outside allclose
     fp64_multiplier: float = DEFAULT_FP64_MULTIPLIER
     cosine: float = DEFAULT_COSINE
@@ -76,12 +82,6 @@ class Tolerance:
             overrides=tuple(
                 Override(o.dtype, o.device, tuple(o.fields.items())) for o in parity.overrides
             ),
-        )
-
-    @property
-    def needs_fp64_reference(self) -> bool:
-        return self.policy == "fp64" or any(
-            dict(o.fields).get("policy") == "fp64" for o in self.overrides
         )
 
     def resolve(self, dtype: torch.dtype, device: torch.device) -> Tolerance:
@@ -104,7 +104,7 @@ class Tolerance:
 
 
 # For state the program must hold exactly: copies of the eager tensors.
-EXACT = Tolerance(atol=0.0, rtol=0.0, source="exact")
+EXACT = Tolerance(atol=0.0, rtol=0.0, source="exact", policy="allclose")
 
 
 def cosine_verdict(want: torch.Tensor, got: torch.Tensor, tolerance: Tolerance) -> str | None:
@@ -128,8 +128,9 @@ def fp64_verdict(
     names: tuple[str, str],
 ) -> str | None:
     """None if ``got`` is no further from the fp64 reference than ``want`` (x the multiplier)."""
+    policy = f"policy {tolerance.policy}"
     if reference is None or tuple(reference.shape) != tuple(want.shape):
-        return "no fp64 reference (the model did not run in float64): allclose decided"
+        return f"no fp64 reference (the model did not run in float64): allclose decided ({policy})"
     ref = reference.detach().cpu().double()
     eager_error = _rmse(want, ref)
     exported_error = _rmse(got, ref)
@@ -139,7 +140,7 @@ def fp64_verdict(
     return (
         f"vs the fp64 reference {names[1]} rmse {exported_error:.3g} > "
         f"{tolerance.fp64_multiplier:g} x {names[0]} rmse {eager_error:.3g} + {atol / 10:.2g} "
-        "(policy fp64)"
+        f"({policy})"
     )
 
 

@@ -288,6 +288,26 @@ class Compounding(nn.Module):
         return x
 
 
+class NoisyEagerKernel(nn.Module):
+    """Eager's float32 matmul keeps bfloat16 precision (as a GPU kernel with less internal
+    precision than its decomposition, cuDNN's GRU on an H100, may); the exported program
+    computes in full float32, and float64 eager exactly. ``exported_error`` adds an error
+    of that size to the exported program instead."""
+
+    def __init__(self, exported_error: float = 0.0) -> None:
+        super().__init__()
+        self.lin = nn.Linear(32, 32)
+        self.exported_error = exported_error
+
+    def forward(self, x):
+        y = self.lin(x)
+        if _exporting():
+            return y + self.exported_error
+        if y.dtype == torch.float32:
+            return y.bfloat16().float()
+        return y
+
+
 class HangsInForward(nn.Module):
     """Eager never returns (a Python loop the time limit can interrupt)."""
 

@@ -24,6 +24,7 @@ import torch
 from pytest_exportcheck.capture.export import ProgramRecord
 from pytest_exportcheck.capture.record import CaptureRecord
 from pytest_exportcheck.checks.listdiff import partition_differences, side_by_side
+from pytest_exportcheck.checks.steps import fp64_output
 from pytest_exportcheck.compare import EXACT, Tolerance, compare_trees
 from pytest_exportcheck.failures import ExportCheckWarning, describe_exception
 from pytest_exportcheck.runs import run_steps
@@ -157,5 +158,5 @@ def _outputs(case: Case, record: ProgramRecord, unflat: torch.nn.Module) -> list
         return [describe_exception(exc, context="calling the unflattened module raised")]
     return compare_trees(
         record.subject.eager.output, step.output, tolerance=tolerance,
-        names=("eager", "unflattened"),
+        names=("eager", "unflattened"), reference=fp64_output(record.subject, 0, 1),
     )  # fmt: skip

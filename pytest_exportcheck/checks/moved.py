@@ -32,7 +32,10 @@ def check_moved(case: Case, record: CaptureRecord) -> list[str]:
         return [describe_exception(exc, context=f"running the program {label} raised")]
     lifted = lifted_state(record)
     for index, (want, got) in enumerate(zip(eager_steps, moved_steps, strict=True), start=1):
-        problems = compare_step(want, got, label, lifted, subject.tensor_groups, tolerance)
+        problems = compare_step(
+            want, got, label, lifted, subject.tensor_groups, tolerance,
+            reference=lambda index=index: subject.fp64_step(index - 1, steps),
+        )  # fmt: skip
         if problems:
             return [f"after step {index}/{steps}: {p}" for p in problems]
     return []

@@ -100,7 +100,10 @@ def _stepped_runs(case: Case, record: CaptureRecord) -> list[str]:
             findings.append(describe_exception(exc, context=f"running {label} raised"))
             continue
         for index, (want, got) in enumerate(zip(eager_steps, runs, strict=True), start=1):
-            problems = compare_step(want, got, label, lifted, subject.tensor_groups, tolerance)
+            problems = compare_step(
+                want, got, label, lifted, subject.tensor_groups, tolerance,
+                reference=lambda index=index: subject.fp64_step(index - 1, steps),
+            )  # fmt: skip
             if problems:
                 findings += [f"after step {index}/{steps}: {p}" for p in problems]
                 break  # later steps only repeat a divergence that has already happened

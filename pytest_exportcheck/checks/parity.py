@@ -14,7 +14,8 @@ same pytree structure, dtypes and shapes, and values within tolerance (the
 ``atol``/``rtol``). A failure names the output leaf, the max abs and rel error,
 the worst index, the mismatched/total count and the tolerance used (and, for
 the ``fp64`` and ``cosine`` policies of ``tolerance.py``, the numbers that
-policy compared — ``fp64`` against a float64 eager run), and ends
+policy compared — ``fp64`` against a float64 eager run, which the default
+``auto`` policy also asks where allclose fails), and ends
 with where the outputs start to differ (``localize.py``): the first submodule
 whose output diverges while its inputs agree.
 """
@@ -27,6 +28,7 @@ from torch.utils import _pytree as pytree
 from pytest_exportcheck.capture.joint import JointRecord
 from pytest_exportcheck.capture.record import CaptureRecord
 from pytest_exportcheck.checks.localize import first_divergence
+from pytest_exportcheck.checks.steps import fp64_output
 from pytest_exportcheck.compare import Tolerance, compare_trees
 from pytest_exportcheck.failures import Note, describe_exception
 from pytest_exportcheck.isolation import seed_everything
@@ -43,7 +45,6 @@ def check_parity(case: Case, record: CaptureRecord) -> list[str]:
         eager_steps = subject.eager_steps(steps)
     except Exception as exc:
         return [describe_exception(exc, context="eager raised")]
-    references = subject.fp64_steps(steps) if tolerance.needs_fp64_reference else None
     findings: list[str] = []
     diverged = False
     for runnable in record.runnables():
@@ -56,10 +57,9 @@ def check_parity(case: Case, record: CaptureRecord) -> list[str]:
             continue
         for index, (want, got) in enumerate(zip(eager_steps, runs, strict=True), start=1):
             root = f"step {index}: output" if steps > 1 else "output"
-            reference = references[index - 1].output if references else None
             problems = compare_trees(
                 want.output, got.output, tolerance=tolerance, root=root,
-                names=("eager", label), reference=reference,
+                names=("eager", label), reference=fp64_output(subject, index - 1, steps),
             )  # fmt: skip
             diverged = diverged or bool(problems)
             findings += problems

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import torch
 
 from pytest_exportcheck.capture.record import STATE_KINDS, CaptureRecord
 from pytest_exportcheck.compare import Tolerance, compare_trees
 from pytest_exportcheck.runs import Step
+from pytest_exportcheck.subject import Subject
 
 
 def lifted_state(record: CaptureRecord) -> set[str]:
@@ -24,6 +28,16 @@ def lifted_state(record: CaptureRecord) -> set[str]:
     }
 
 
+def fp64_output(subject: Subject, index: int, steps: int) -> Callable[[], Any]:
+    """The output of float64 eager's step ``index``, run only if a comparison asks."""
+
+    def output() -> Any:
+        step = subject.fp64_step(index, steps)
+        return None if step is None else step.output
+
+    return output
+
+
 def compare_step(
     want: Step,
     got: Step,
@@ -31,10 +45,23 @@ def compare_step(
     lifted: set[str],
     groups: dict[str, tuple[str, ...]],
     tolerance: Tolerance,
+    reference: Callable[[], Step | None] | None = None,
 ) -> list[str]:
-    """Differences after one step: outputs, every lifted parameter/buffer, tensor inputs."""
+    """Differences after one step: outputs, every lifted parameter/buffer, tensor inputs.
+
+    ``reference`` gives float64 eager's same step, for the policies that arbitrate.
+    """
     names = ("eager", label)
-    problems = compare_trees(want.output, got.output, tolerance=tolerance, names=names)
+
+    def part(pick: Callable[[Step], Any]) -> Callable[[], Any] | None:
+        if reference is None:
+            return None
+        return lambda: None if (step := reference()) is None else pick(step)
+
+    problems = compare_trees(
+        want.output, got.output, tolerance=tolerance, names=names,
+        reference=part(lambda step: step.output),
+    )  # fmt: skip
     for fqn, eager_value in want.state.items():
         # A module may keep one name of a tied/shared tensor; any alias will do.
         held = next((got.state[a] for a in groups.get(fqn, (fqn,)) if a in got.state), None)
@@ -44,12 +71,14 @@ def compare_step(
             problems.append(f"{label} has no parameter or buffer {fqn!r}")
             continue
         problems += compare_trees(
-            eager_value, held, tolerance=tolerance, root=f"state {fqn!r}", names=names
-        )
+            eager_value, held, tolerance=tolerance, root=f"state {fqn!r}", names=names,
+            reference=part(lambda step, fqn=fqn: step.state.get(fqn)),
+        )  # fmt: skip
     got_inputs = dict(got.inputs)
     for path, value in want.inputs:
         if isinstance(value, torch.Tensor):
             problems += compare_trees(
-                value, got_inputs.get(path), tolerance=tolerance, root=f"input {path}", names=names
-            )
+                value, got_inputs.get(path), tolerance=tolerance, root=f"input {path}",
+                names=names, reference=part(lambda step, path=path: dict(step.inputs).get(path)),
+            )  # fmt: skip
     return problems

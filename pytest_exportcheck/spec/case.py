@@ -70,7 +70,7 @@ class ParityTolerance:
     atol: float | None = None
     rtol: float | None = None
     steps: int = DEFAULT_PARITY_STEPS
-    policy: str = "allclose"
+    policy: str = "auto"
     max_mismatch: float = 0.0
     fp64_multiplier: float = 2.0
     cosine: float = 0.99

@@ -272,7 +272,7 @@ def _build_case(
                 atol=parity.get("atol"),
                 rtol=parity.get("rtol"),
                 steps=parity.get("steps", DEFAULT_PARITY_STEPS),
-                policy=parity.get("policy", "allclose"),
+                policy=parity.get("policy", "auto"),
                 max_mismatch=float(parity.get("max_mismatch", 0.0)),
                 fp64_multiplier=float(parity.get("fp64_multiplier", 2.0)),
                 cosine=float(parity.get("cosine", 0.99)),

@@ -121,7 +121,9 @@ def test_state_drift_in_the_exported_module(project: pytest.Pytester) -> None:
     result = run_mutation(project)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        ["*after step 1/3: state 'count': 1 / 1 elements outside tolerance*eager 1, ep.module() 2"]
+        [
+            "*after step 1/3: state 'count': 1 / 1 elements outside tolerance*eager 1, ep.module() 2;*"
+        ]
     )
 
 

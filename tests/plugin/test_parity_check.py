@@ -69,7 +69,7 @@ def test_a_tolerance_too_tight_for_decomposition_noise(project: pytest.Pytester)
     write_cases(
         project,
         MLP_CASE.replace("Mlp", "Silu").replace("[2, 4]", "[8, 64]")
-        + "    expect: {parity: {atol: 0.0, rtol: 0.0}}\n",
+        + "    expect: {parity: {policy: allclose, atol: 0.0, rtol: 0.0}}\n",
     )
     result = run_parity(project)
     result.assert_outcomes(failed=1)
@@ -79,6 +79,43 @@ def test_a_tolerance_too_tight_for_decomposition_noise(project: pytest.Pytester)
         ]
     )
     result.stdout.no_fnmatch_line("*ep.module() *")
+
+
+NOISY_EAGER = """
+cases:
+  noisy:
+    description: eager's kernel is the inexact one
+    model: {target: models.py:NoisyEagerKernel, kwargs: {exported_error: %s}}
+    inputs: {args: [{shape: [16, 32]}]}
+    checks: [parity]
+    expect: {parity: %s}
+"""
+
+
+def test_eager_kernel_noise_is_not_blamed_on_the_export(project: pytest.Pytester) -> None:
+    write_cases(project, NOISY_EAGER % (0.0, "{}"))
+    project.runpytest("--exportcheck").assert_outcomes(passed=1)
+
+
+def test_plain_allclose_blames_the_export_for_eager_kernel_noise(project: pytest.Pytester) -> None:
+    write_cases(project, NOISY_EAGER % (0.0, "{policy: allclose}"))
+    result = project.runpytest("--exportcheck")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*- output: * / 512 elements outside tolerance (atol=1e-05*"])
+
+
+def test_an_export_further_from_float64_than_eager_fails_naming_both(
+    project: pytest.Pytester,
+) -> None:
+    write_cases(project, NOISY_EAGER % (0.05, "{}"))
+    result = project.runpytest("--exportcheck")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*- output: 512 / 512 elements outside tolerance*; vs the fp64 reference "
+            "ep.module() rmse 0.05 > 2 x eager rmse 0.00* + 1e-06 (policy auto)"
+        ]
+    )
 
 
 def test_default_tolerance_accepts_decomposition_noise(project: pytest.Pytester) -> None:

@@ -23,10 +23,29 @@ def run(pytester: pytest.Pytester, factor: float, parity: str) -> pytest.RunResu
 
 
 def test_plain_allclose_fails_on_bf16_noise_alone(project: pytest.Pytester) -> None:
-    result = run(project, 1.01, "{}")
+    result = run(project, 1.01, "{policy: allclose}")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         ["*output: * / 4096 elements outside tolerance (atol=1e-05, rtol=0.016, bfloat16 default)*"]
+    )
+    result.stdout.no_fnmatch_line("*fp64 reference*")
+
+
+def test_the_default_policy_lets_fp64_arbitrate_bf16_noise(project: pytest.Pytester) -> None:
+    run(project, 1.01, "{}").assert_outcomes(passed=1)
+
+
+def test_the_default_policy_fails_a_real_error_with_both_distances(
+    project: pytest.Pytester,
+) -> None:
+    result = run(project, 1.02, "{}")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*output: * / 4096 elements outside tolerance (atol=1e-05, rtol=0.016, bfloat16 "
+            "default)*; vs the fp64 reference ep.module() rmse 0.4* > 2 x eager rmse 0.04* + "
+            "1e-06 (policy auto)*"
+        ]
     )
 
 
@@ -61,17 +80,25 @@ def test_cosine_accepts_noise_and_rejects_a_wrong_direction(project: pytest.Pyte
 
 def test_an_allowed_mismatch_fraction(project: pytest.Pytester) -> None:
     run(project, 1.01, "{max_mismatch: 0.99}").assert_outcomes(passed=1)
-    result = run(project, 1.01, "{max_mismatch: 0.01}")
+    result = run(project, 1.01, "{policy: allclose, max_mismatch: 0.01}")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*bfloat16 default, 0.01 of elements allowed)*"])
 
 
 def test_an_override_applies_to_its_dtype_only(project: pytest.Pytester) -> None:
-    run(project, 1.01, "{overrides: [{dtype: bfloat16, policy: fp64}]}").assert_outcomes(passed=1)
-    result = run(project, 1.01, "{overrides: [{dtype: float16, policy: fp64}]}")
+    strict = "{policy: allclose, overrides: [{dtype: %s, policy: fp64}]}"
+    run(project, 1.01, strict % "bfloat16").assert_outcomes(passed=1)
+    result = run(project, 1.01, strict % "float16")
     result.assert_outcomes(failed=1)
 
 
 def test_an_override_applies_to_its_device(project: pytest.Pytester) -> None:
-    run(project, 1.01, "{overrides: [{device: cpu, policy: fp64}]}").assert_outcomes(passed=1)
-    run(project, 1.01, "{overrides: [{device: cuda, policy: fp64}]}").assert_outcomes(failed=1)
+    strict = "{policy: allclose, overrides: [{device: %s, policy: fp64}]}"
+    run(project, 1.01, strict % "cpu").assert_outcomes(passed=1)
+    run(project, 1.01, strict % "cuda").assert_outcomes(failed=1)
+
+
+def test_an_override_may_turn_arbitration_off(project: pytest.Pytester) -> None:
+    result = run(project, 1.01, "{overrides: [{dtype: bfloat16, policy: allclose}]}")
+    result.assert_outcomes(failed=1)
+    result.stdout.no_fnmatch_line("*fp64 reference*")

@@ -307,3 +307,32 @@ def test_default_tolerance_agrees_with_assert_close_at_the_boundary():
         torch.testing.assert_close(outside, want)
     assert compare_trees(want, outside) != []
     assert math.isfinite(float(outside))
+
+
+def test_the_float64_run_is_made_only_for_a_comparison_allclose_failed() -> None:
+    asked: list[int] = []
+
+    def reference() -> torch.Tensor:
+        asked.append(1)
+        return torch.ones(3, dtype=torch.float64)
+
+    same = torch.ones(3)
+    assert compare_trees(same, same.clone(), reference=reference) == []
+    assert asked == []
+    off = same + torch.tensor([0.0, 0.0, 1e-3])
+    assert compare_trees(same, off, reference=reference)  # eager is exact: the export is not
+    assert asked == [1]
+
+
+def test_auto_without_a_float64_run_is_plain_allclose() -> None:
+    off = torch.ones(3) + 1e-3
+    (problem,) = compare_trees(torch.ones(3), off)
+    assert "fp64" not in problem
+
+
+def test_auto_says_when_the_model_cannot_run_in_float64() -> None:
+    off = torch.ones(3) + 1e-3
+    (problem,) = compare_trees(torch.ones(3), off, reference=lambda: None)
+    assert problem.endswith(
+        "no fp64 reference (the model did not run in float64): allclose decided (policy auto)"
+    )
