@@ -27,7 +27,14 @@ DTYPES: dict[str, torch.dtype] = {
 }  # fmt: skip
 
 
-__all__ = ["BuildError", "build_inputs", "build_model", "instantiate", "seed_everything"]
+__all__ = [
+    "BuildError",
+    "build_inputs",
+    "build_model",
+    "instantiate",
+    "preload_targets",
+    "seed_everything",
+]
 
 
 class BuildError(Exception):
@@ -47,6 +54,27 @@ def build_model(case: Case, max_elements: int | None = MAX_TENSOR_ELEMENTS) -> t
         raise BuildError(f"{spec.target} returned a {type(model).__name__}, not a torch.nn.Module")
     model.train(spec.mode == "train")
     return model
+
+
+def preload_targets(case: Case) -> None:
+    """Resolve (import) every target the case names: its model, nested ``_target_``
+    values and its input factory, so that a later build imports nothing."""
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            if "_target_" in value:
+                _resolve(value["_target_"], case)
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    _resolve(case.model.target, case)
+    walk(list(case.model.args))
+    walk(dict(case.model.kwargs))
+    if "factory" in case.inputs:
+        _resolve(case.inputs["factory"], case)
 
 
 def instantiate(value: Any, case: Case) -> Any:

@@ -114,8 +114,10 @@ def record_for(check: str, capture: str, device: str, source: Source) -> Capture
         return source.capture(device, capture)
     from pytest_exportcheck.capture.moved import move_capture
 
-    # One item per move, so a failure to move is reported in full by that item.
-    return move_capture(source.capture("cpu", capture), source.subject(device))
+    # One item per move, so a failure to move is reported in full by that item. The
+    # device's subject is asked first: a case that cannot build there fails as itself.
+    source.subject(device)
+    return move_capture(source.capture("cpu", capture), device)
 
 
 def check_record(case: Case, check: str, record: CaptureRecord) -> list[str]:

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from pytest_exportcheck.build import BuildError, build_inputs, build_model
+from pytest_exportcheck.build import BuildError, build_inputs, build_model, preload_targets
 from pytest_exportcheck.failures import CaseError, EagerError, describe_exception, with_user_frame
 from pytest_exportcheck.isolation import (
     clone_tree,
@@ -24,6 +24,7 @@ from pytest_exportcheck.isolation import (
     seeded,
     to_device,
 )
+from pytest_exportcheck.portability import first_device_mix, move_strays, stray_tensors
 from pytest_exportcheck.runs import Step, run_steps
 from pytest_exportcheck.spec import Case
 from pytest_exportcheck.spec.semantics import MAX_TENSOR_ELEMENTS
@@ -56,9 +57,14 @@ class CallCounts:
 class Subject:
     """The eager model and inputs of one case on one device.
 
-    On an accelerator the model is built on CPU (so the seed gives the same
-    weights everywhere) and moved; on ``meta`` it is built under the meta
-    device and never materialized, for models too large to hold.
+    The model and its inputs are built under the device (``with
+    torch.device(device)``), so tensors ``__init__`` or an input factory
+    creates are on it, then moved with ``.to(device)``; on ``meta`` nothing is
+    materialized, for models too large to hold. Weights drawn on an
+    accelerator come from its own generator: they differ from the CPU build's,
+    which no comparison needs (each compares runs on one device; ``moved``
+    uses :meth:`moved_to`). What ``.to()`` cannot move fails the eager stage
+    naming the tensor (``portability.py``).
     """
 
     def __init__(
@@ -82,6 +88,22 @@ class Subject:
                 f"{case.location}: the model cannot be deep-copied ({type(exc).__name__}: {exc});"
                 " every compared run needs its own copy"
             ) from exc
+
+    def moved_to(self, device: str) -> Subject:
+        """This (CPU) subject's model and inputs moved to ``device``: what a program
+        exported on CPU and moved with ``move_to_device_pass`` must behave like.
+
+        Plain tensor attributes are moved too, as the pass moves constants.
+        """
+        moved = Subject.__new__(Subject)
+        moved.case = self.case
+        moved.device = device
+        moved._eager_steps = []
+        moved._fp64_steps = []
+        model = self.model_copy().to(device)
+        move_strays(model, device)
+        moved._model, moved._inputs = model, to_device(self.inputs_copy(), device)
+        return moved
 
     @property
     def pristine_model(self) -> torch.nn.Module:
@@ -119,9 +141,13 @@ class Subject:
             with seeded(self.case.seed), torch.enable_grad():
                 output = model(*args, **kwargs)
         except Exception as exc:
-            raise EagerError(
+            raise self._not_portable(exc) or EagerError(
                 describe_exception(exc, context=f"{self.case.location}: the eager forward raised")
             ) from exc
+        if self.device == "meta":  # meta takes some CPU operands silently; a GPU would not
+            not_portable = self._not_portable(None)
+            if not_portable is not None:
+                raise not_portable
         mutated_state = frozenset(
             name
             for name, tensor in module_state(model).items()
@@ -133,6 +159,29 @@ class Subject:
             if path in before_inputs and before_inputs[path].changed(value)
         )
         return EagerObservation(output, mutated_state, mutated_inputs)
+
+    def _not_portable(self, raised: Exception | None) -> EagerError | None:
+        """Eager on a device other than the CPU met a tensor ``.to()`` left behind:
+        which one, where it lives, what to do (see ``portability.py``)."""
+        if self.device == "cpu":
+            return None
+        model = self.model_copy()
+        args, kwargs = self.inputs_copy()
+
+        def call() -> None:
+            with seeded(self.case.seed), torch.enable_grad():
+                model(*args, **kwargs)
+
+        mix = first_device_mix(call, self.device, stray_tensors(model, self.device))
+        if mix is None:
+            return None
+        how = "would raise on a real device" if raised is None else "raised"
+        if raised is not None:
+            how += f" {type(raised).__name__}: {str(raised).splitlines()[0] if str(raised) else ''}"
+        return EagerError(
+            f"{self.case.location}: the model is not portable to {self.device}: "
+            f"{mix.describe()}. The eager forward on {self.device} {how}"
+        )
 
     @cached_property
     def unsound(self) -> EagerError | None:
@@ -266,11 +315,13 @@ def _to_float64(tree: Inputs) -> Inputs:
 
 
 def _build(case: Case, device: str, max_elements: int | None) -> tuple[torch.nn.Module, Inputs]:
+    if device == "cpu":
+        return build_model(case, max_elements), build_inputs(case, max_elements)
+    # Import every target first: a module imported under the device context would
+    # create its module-level tensors there, and later CPU items would find them on it.
+    preload_targets(case)
     if device == "meta":  # nothing is allocated: the meta device is for models too large to hold
-        with torch.device("meta"):
-            return build_model(case, None), build_inputs(case, None)
-    model, inputs = build_model(case, max_elements), build_inputs(case, max_elements)
-    if device != "cpu":
-        model.to(device)
-        inputs = to_device(inputs, device)
-    return model, inputs
+        max_elements = None
+    with torch.device(device):
+        model, inputs = build_model(case, max_elements), build_inputs(case, max_elements)
+    return model.to(device), to_device(inputs, device)

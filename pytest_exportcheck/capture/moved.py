@@ -13,7 +13,6 @@ from pytest_exportcheck.capture.export import ProgramRecord
 from pytest_exportcheck.compat import move_to_device_pass
 from pytest_exportcheck.failures import capture_error
 from pytest_exportcheck.isolation import private_copy, quiet_torch_internals
-from pytest_exportcheck.subject import Subject
 
 
 def moved_unavailable() -> str | None:
@@ -24,7 +23,10 @@ def moved_unavailable() -> str | None:
     return None
 
 
-def move_capture(cpu_record: ProgramRecord, subject: Subject) -> ProgramRecord:
+def move_capture(cpu_record: ProgramRecord, device: str) -> ProgramRecord:
+    """The CPU capture moved to ``device``; its subject is the CPU subject moved there
+    (the device's own subject was built under the device, with other weights)."""
+    subject = cpu_record.subject.moved_to(device)
     move = move_to_device_pass()
     assert move is not None  # items skip first (moved_unavailable)
     started = time.perf_counter()

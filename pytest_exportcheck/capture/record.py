@@ -12,13 +12,13 @@ inputs its own way; after normalization they all read alike::
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
+from pytest_exportcheck.forward_defaults import DEFAULT_PREFIX, forward_defaults
 from pytest_exportcheck.isolation import quiet_torch_internals
 from pytest_exportcheck.subject import Subject
 
@@ -198,30 +198,6 @@ def named_tensors(model: torch.nn.Module) -> dict[str, tuple[str, torch.Tensor]]
     for target, value in forward_defaults(model).items():
         found.setdefault(target, ("constant", value))
     return found
-
-
-DEFAULT_PREFIX = "default:"
-
-
-def forward_defaults(model: torch.nn.Module) -> dict[str, torch.Tensor]:
-    """Tensors the root's forward takes by default, as ``default:<parameter>``.
-
-    ``def forward(self, x, y=torch.randn(2, 3))``: a call without ``y`` reads
-    that one tensor, and export lifts it as a constant. Non-strict export names
-    it ``lifted_tensor_0``, strict export after its Dynamo source
-    (``dict_type_L__self______dict_____forward_____defaults___0``), Dynamo's
-    graph capture feeds it through ``L_y_``: the adapters recognise it by
-    identity and spell it ``default:y`` on every path.
-    """
-    try:
-        parameters = inspect.signature(model.forward).parameters
-    except (TypeError, ValueError):  # a builtin or C-level forward: no defaults to read
-        return {}
-    return {
-        DEFAULT_PREFIX + name: parameter.default
-        for name, parameter in parameters.items()
-        if isinstance(parameter.default, torch.Tensor)
-    }
 
 
 def tensor_at(model: torch.nn.Module, fqn: str) -> torch.Tensor | None:

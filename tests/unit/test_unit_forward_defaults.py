@@ -12,9 +12,10 @@ import torch
 from casekit import MODELS
 
 from pytest_exportcheck.capture import capture
-from pytest_exportcheck.capture.record import CaptureRecord, forward_defaults, tensor_at
+from pytest_exportcheck.capture.record import CaptureRecord, tensor_at
 from pytest_exportcheck.checks.signature import check_signature
 from pytest_exportcheck.compat import dynamo_graph_capture, satisfies
+from pytest_exportcheck.forward_defaults import forward_defaults
 from pytest_exportcheck.spec import load_case_file
 from pytest_exportcheck.subject import Subject
 

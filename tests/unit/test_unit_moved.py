@@ -51,12 +51,12 @@ def cpu_record(tmp_path: Path):
 
 
 def test_a_moved_program_that_matches_eager_passes(cpu_record) -> None:
-    moved = move_capture(cpu_record, Subject(cpu_record.subject.case, "cpu"))
+    moved = move_capture(cpu_record, "cpu")
     assert check_moved(cpu_record.subject.case, moved) == []
 
 
 def test_the_moved_program_shares_nothing_with_the_cpu_capture(cpu_record) -> None:
-    moved = move_capture(cpu_record, Subject(cpu_record.subject.case, "cpu"))
+    moved = move_capture(cpu_record, "cpu")
     original = cpu_record.program.state_dict["count"]
     assert moved.program.state_dict["count"] is not original
     check_moved(cpu_record.subject.case, moved)
@@ -64,7 +64,7 @@ def test_the_moved_program_shares_nothing_with_the_cpu_capture(cpu_record) -> No
 
 
 def test_a_moved_program_that_drifts_is_caught(cpu_record) -> None:
-    moved = move_capture(cpu_record, Subject(cpu_record.subject.case, "cpu"))
+    moved = move_capture(cpu_record, "cpu")
     make = moved.fresh_module
 
     def drifting():
@@ -90,4 +90,4 @@ def test_a_move_that_raises_is_a_capture_error(cpu_record, monkeypatch) -> None:
         match=r"move_to_device_pass\(<CPU export>, 'cpu'\) raised: "
         r"RuntimeError: no such device",
     ):
-        move_capture(cpu_record, Subject(cpu_record.subject.case, "cpu"))
+        move_capture(cpu_record, "cpu")
