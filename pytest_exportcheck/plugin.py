@@ -35,11 +35,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "or all (every discovered device). A case's `devices:` narrows it.",
     )
     group.addoption(
+        "--exportcheck-gpu-workers",
+        dest="exportcheck_gpu_workers",
+        default=None,
+        metavar="N",
+        help="under pytest-xdist, how many workers may use one GPU: auto (default: as many "
+        "as its free memory holds at exportcheck_gpu_memory_per_worker each), a number "
+        "(1: one worker per GPU, for models that need all of it) or all.",
+    )
+    group.addoption(
         "--exportcheck-share-gpus",
         action="store_true",
         default=False,
-        help="under pytest-xdist, let several workers use one accelerator at a time "
-        "(by default each accelerator's items run on one worker only).",
+        help="the same as --exportcheck-gpu-workers all.",
     )
     group.addoption(
         "--exportcheck-tb",
@@ -113,6 +121,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "torch while its model's constructor or input factory runs (refused before it is "
         "allocated); over it the case fails as [case] instead of swapping the machine "
         "(default 268435456, 1 GiB of float32).",
+    )
+    parser.addini(
+        "exportcheck_gpu_workers",
+        default="auto",
+        help="default for --exportcheck-gpu-workers (auto, all or a number).",
+    )
+    parser.addini(
+        "exportcheck_gpu_memory_per_worker",
+        default="",
+        help="GPU memory one worker may need (e.g. 4GiB), for the auto cap of workers per "
+        "GPU (default: the last run's measured peak per worker with a margin, else 4GiB).",
     )
     parser.addini(
         "exportcheck_cache_size",

@@ -1,14 +1,13 @@
-"""pytest-xdist scheduling for export checks: one export per worker, one worker per GPU.
+"""pytest-xdist scheduling for export checks: one export per worker, GPUs shared up to a cap.
 
 A *work unit* is every item of one (case, capture path, device) — they share
 one export, so they go to one worker together (a case with a ``consistency``
 item compares all its captures: all its items on a device are one unit).
 Units on the CPU go to whichever worker asks; a unit on an accelerator goes
-only to the worker that owns that accelerator, so no two workers use one GPU
-at the same time. Ownership is dealt round-robin over the workers when
-scheduling starts (``cuda:0`` to the first, ``cuda:1`` to the second, ...)
-and moves only when an owner dies.
-``--exportcheck-share-gpus`` turns ownership off.
+only to one of the workers dealt that accelerator when scheduling starts. How
+many workers share one GPU is its *cap* (``gpu_sharing.py``: derived from free
+memory by default, ``--exportcheck-gpu-workers N`` to set it, ``1`` for one
+worker per GPU). Owners change only when one dies: a survivor takes its place.
 
 Builds on xdist's ``LoadScopeScheduling``: it already schedules units; this
 class says what a unit is (``_split_scope``) and which worker may take it
@@ -25,6 +24,14 @@ from xdist.scheduler import LoadScopeScheduling
 from pytest_exportcheck.collect import split_item_name
 from pytest_exportcheck.crashes import Breadcrumb, CrashLog
 from pytest_exportcheck.devices import KNOWN_KINDS, is_accelerator
+from pytest_exportcheck.gpu_sharing import (
+    PEAK_CACHE_KEY,
+    cap_for,
+    deal,
+    free_memory_bytes,
+    memory_per_worker,
+    requested_workers_per_gpu,
+)
 
 # --dist modes that only ask "balance the load"; `each` and `no` mean something else.
 BALANCING_MODES = ("load", "loadscope", "loadfile", "loadgroup", "worksteal")
@@ -69,8 +76,9 @@ class DeviceAwareScheduling(LoadScopeScheduling):
     ) -> None:
         super().__init__(config, log)
         self.crash_log = crash_log
-        self.share_accelerators = bool(config.getoption("exportcheck_share_gpus"))
-        self.owners: dict[str, Any] = {}
+        self.requested = requested_workers_per_gpu(config)
+        self.owners: dict[str, list[Any]] = {}
+        self.sharing: list[str] = []  # per GPU: how many workers and why, for the summary
         self._compared: frozenset[str] | None = None
 
     def _split_scope(self, nodeid: str) -> str:
@@ -94,16 +102,40 @@ class DeviceAwareScheduling(LoadScopeScheduling):
         # fewer units than workers: deal only to the workers that will stay.
         units = {unit_of(nodeid)[0] for nodeid in collection}
         workers = self.nodes[: max(1, min(len(self.nodes), len(units)))]
-        for index, device in enumerate(accelerators):
-            self.owners[device] = workers[index % len(workers)]
-        if self.owners:
-            self.log("accelerator owners:", {d: n.gateway.id for d, n in self.owners.items()})
+        if not accelerators:
+            return
+        cache = getattr(self.config, "cache", None)
+        last_peak = cache.get(PEAK_CACHE_KEY, None) if cache is not None else None
+        per_worker = memory_per_worker(
+            self.config.getini("exportcheck_gpu_memory_per_worker"), last_peak
+        )
+        caps = {
+            device: cap_for(
+                device,
+                len(workers),
+                self.requested,
+                free_memory_bytes(device) if self.requested is None else None,
+                per_worker,
+            )
+            for device in accelerators
+        }
+        by_id = {node.gateway.id: node for node in workers}
+        dealt = deal(accelerators, list(by_id), caps)
+        self.owners = {device: [by_id[i] for i in ids] for device, ids in dealt.items()}
+        self.sharing = [
+            f"{device}: {len(dealt[device])} of {len(workers)} workers ({caps[device].why})"
+            for device in accelerators
+        ]
+        session = self.config.pluginmanager.get_plugin("exportcheck-session")
+        if session is not None:
+            session.gpu_sharing = self.sharing
+        self.log("accelerator owners:", {d: ids for d, ids in dealt.items()})
 
     def may_run(self, node: Any, unit: str) -> bool:
         device = unit_of(next(iter(self.workqueue[unit])))[1]
-        if self.share_accelerators or device is None or not is_accelerator(device):
+        if device is None or not is_accelerator(device) or device not in self.owners:
             return True
-        return self.owners.get(device, node) is node
+        return node in self.owners[device]
 
     def _assign_work_unit(self, node: Any) -> None:
         unit = next((u for u in self.workqueue if self.may_run(node, u)), None)
@@ -136,12 +168,16 @@ class DeviceAwareScheduling(LoadScopeScheduling):
         handed out again, so no worker builds that subject or capture again
         (see ``crashes.py``).
         """
-        orphaned = [device for device, owner in self.owners.items() if owner is node]
         survivors = [n for n in self.nodes if n is not node and not n.shutting_down]
-        for index, device in enumerate(orphaned):
-            if survivors:
-                self.owners[device] = survivors[index % len(survivors)]
-            else:
+        for device, owners in list(self.owners.items()):
+            if node not in owners:
+                continue
+            owners.remove(node)
+            # The cap stays: a survivor not yet using this GPU takes the dead one's place.
+            newcomer = next((n for n in survivors if n not in owners), None)
+            if newcomer is not None:
+                owners.append(newcomer)
+            if not owners:
                 del self.owners[device]
         workload = self.assigned_work.pop(node)
         pending = [

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 Key = tuple[str, ...]
 WORKER_DEVICES = "exportcheck_devices"  # workerinput key: the controller's discovery
 WORKER_RECORDINGS = "exportcheck_recordings"  # workeroutput key: observations for the controller
+WORKER_GPU_PEAK = "exportcheck_gpu_peak"  # workeroutput key: the worker's peak GPU memory
 WORKER_CRASHES = "exportcheck_crashes"  # workerinput key: the controller's crash log directory
 
 
@@ -84,6 +85,7 @@ class ExportCheckSession:
                 f"not {config.getini('exportcheck_cache_size')!r}"
             ) from None
         self.devices = DeviceSelection(config)
+        _check_gpu_sharing_options(config)
         timeout = config.getoption("exportcheck_timeout") or config.getini("exportcheck_timeout")
         try:
             self.timeout = max(0.0, float(timeout))
@@ -107,6 +109,8 @@ class ExportCheckSession:
             update=bool(config.getoption("exportcheck_update")), minor=torch_minor()
         )
         self._recording_lines: list[str] = []
+        self.gpu_sharing: list[str] = []  # set by the xdist scheduler: workers per GPU and why
+        self.gpu_peak: int | None = None  # the largest GPU memory one process reserved
         self._subjects: dict[Key, Subject | Failed] = {}
         self._captures: OrderedDict[Key, CaptureRecord | Failed] = OrderedDict()
         self._remaining: Counter[Key] = Counter()
@@ -158,9 +162,13 @@ class ExportCheckSession:
         """xdist controller: take a finished worker's observations (and why a dead one died)."""
         if error:
             self._node_errors[node.gateway.id] = error
-        payload = getattr(node, "workeroutput", {}).get(WORKER_RECORDINGS)
+        output = getattr(node, "workeroutput", {})
+        payload = output.get(WORKER_RECORDINGS)
         if payload:
             self.recordings.merge(payload)
+        peak = output.get(WORKER_GPU_PEAK)
+        if peak:
+            self.gpu_peak = max(peak, self.gpu_peak or 0)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_handlecrashitem(self, crashitem: str, report: Any, sched: Any) -> None:
@@ -188,10 +196,17 @@ class ExportCheckSession:
             import shutil
 
             shutil.rmtree(self._crash_log.directory, ignore_errors=True)
+        from pytest_exportcheck.gpu_sharing import PEAK_CACHE_KEY, worker_peak_bytes
+
         workeroutput = getattr(self.config, "workeroutput", None)
         if workeroutput is not None:  # an xdist worker: the controller writes
             workeroutput[WORKER_RECORDINGS] = self.recordings.payload()
+            workeroutput[WORKER_GPU_PEAK] = worker_peak_bytes()
             return
+        self.gpu_peak = self.gpu_peak or worker_peak_bytes()
+        cache = getattr(self.config, "cache", None)
+        if self.gpu_peak and cache is not None:  # the next run's auto cap of workers per GPU
+            cache.set(PEAK_CACHE_KEY, self.gpu_peak)
         if self.recordings.update:
             whole = not (session.shouldstop or session.shouldfail) and exitstatus in (0, 1)
             self._recording_lines = self.recordings.write(whole_run=whole)
@@ -199,6 +214,17 @@ class ExportCheckSession:
             self._recording_lines = self.recordings.stale_report()
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.gpu_sharing or self.gpu_peak:
+            from pytest_exportcheck.gpu_sharing import show_size
+
+            terminalreporter.section("exportcheck GPU sharing")
+            for line in self.gpu_sharing:
+                terminalreporter.line(line)
+            if self.gpu_peak:
+                terminalreporter.line(
+                    f"largest GPU memory one worker reserved: {show_size(self.gpu_peak)} "
+                    "(the next run's auto cap reads it)"
+                )
         if self._recording_lines:
             terminalreporter.section("exportcheck recordings")
             for line in self._recording_lines:
@@ -298,3 +324,16 @@ class ExportCheckSession:
     def cached_captures(self) -> list[Key]:
         """For tests: the keys of captures alive now."""
         return list(self._captures)
+
+
+def _check_gpu_sharing_options(config: pytest.Config) -> None:
+    """Bad sharing settings are usage errors now, not a scheduler crash under xdist."""
+    from pytest_exportcheck.gpu_sharing import SharingError, parse_size, requested_workers_per_gpu
+
+    try:
+        requested_workers_per_gpu(config)
+        size = config.getini("exportcheck_gpu_memory_per_worker")
+        if size.strip():
+            parse_size(size)
+    except SharingError as exc:
+        raise pytest.UsageError(f"--exportcheck-gpu-workers / exportcheck_gpu_*: {exc}") from None

@@ -1,4 +1,4 @@
-"""The xdist scheduler: a unit per (case, capture, device); each accelerator on one worker."""
+"""The xdist scheduler: a unit per (case, capture, device); GPUs shared up to their cap."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from pytest_exportcheck.crashes import Breadcrumb, CrashLog
+from pytest_exportcheck.gpu_sharing import SIMULATE_FREE_ENV
 from pytest_exportcheck.scheduler import DeviceAwareScheduling, compared_units, unit_of
 
 CHECKS = ("signature", "hierarchy", "mutation", "parity")
@@ -46,25 +47,47 @@ class FakeWorker:
 
 
 class FakeConfig:
-    def __init__(self, workers: int, share: bool = False) -> None:
+    def __init__(
+        self,
+        workers: int,
+        share: bool = False,
+        gpu_workers: str = "1",
+        memory_per_worker: str = "",
+        last_peak: int | None = None,
+    ) -> None:
         self.option = SimpleNamespace(loadscopereorder=False)
-        self.values = {"tx": [f"{workers}*popen"], "exportcheck_share_gpus": share}
+        self.values = {
+            "tx": [f"{workers}*popen"],
+            "exportcheck_share_gpus": share,
+            "exportcheck_gpu_workers": gpu_workers,
+        }
+        self.ini = {"exportcheck_gpu_memory_per_worker": memory_per_worker}
+        self.cache = SimpleNamespace(get=lambda key, default: last_peak)
+        self.pluginmanager = SimpleNamespace(get_plugin=lambda name: None)
 
     def getvalue(self, name: str) -> object:
         return self.values[name]
 
     getoption = getvalue
 
+    def getini(self, name: str) -> object:
+        return self.ini[name]
 
-def run_to_completion(workers: int, share: bool = False) -> list[FakeWorker]:
-    """Schedule COLLECTION over fake workers, completing sent items until none are left."""
-    scheduler = DeviceAwareScheduling(FakeConfig(workers, share))  # type: ignore[arg-type]
+
+def scheduled(workers: int, **config: object) -> tuple[DeviceAwareScheduling, list[FakeWorker]]:
+    scheduler = DeviceAwareScheduling(FakeConfig(workers, **config))  # type: ignore[arg-type]
     nodes = [FakeWorker(f"gw{i}") for i in range(workers)]
     for node in nodes:
         scheduler.add_node(node)
     for node in nodes:
         scheduler.add_node_collection(node, COLLECTION)
     scheduler.schedule()
+    return scheduler, nodes
+
+
+def run_to_completion(workers: int, **config: object) -> list[FakeWorker]:
+    """Schedule COLLECTION over fake workers, completing sent items until none are left."""
+    scheduler, nodes = scheduled(workers, **config)
     done: dict[FakeWorker, int] = dict.fromkeys(nodes, 0)
     while scheduler.has_pending:
         progressed = False
@@ -102,8 +125,8 @@ def test_every_item_runs_exactly_once(workers: int) -> None:
 
 
 @pytest.mark.parametrize("workers", [2, 3, 4])
-def test_each_gpu_is_used_by_one_worker_and_the_gpus_by_different_ones(workers: int) -> None:
-    where = device_workers(run_to_completion(workers))
+def test_a_cap_of_one_gives_each_gpu_its_own_worker(workers: int) -> None:
+    where = device_workers(run_to_completion(workers, gpu_workers="1"))
     assert len(where["cuda:0"]) == 1
     assert len(where["cuda:1"]) == 1
     assert where["cuda:0"] != where["cuda:1"]
@@ -125,23 +148,61 @@ def test_cpu_work_spreads_over_all_workers() -> None:
 
 
 def test_sharing_lets_any_worker_take_gpu_work() -> None:
-    nodes = run_to_completion(2, share=True)
+    nodes = run_to_completion(2, share=True, gpu_workers="1")
     assert sorted(n for node in nodes for n in node.ran()) == sorted(COLLECTION)
     assert all(node.ran() for node in nodes)
 
 
 def test_a_dead_owner_hands_its_gpu_to_a_survivor() -> None:
-    scheduler = DeviceAwareScheduling(FakeConfig(2))  # type: ignore[arg-type]
-    first, second = FakeWorker("gw0"), FakeWorker("gw1")
-    for node in (first, second):
-        scheduler.add_node(node)
-    for node in (first, second):
-        scheduler.add_node_collection(node, COLLECTION)
-    scheduler.schedule()
-    owner_of_cuda0 = scheduler.owners["cuda:0"]
+    scheduler, (first, second) = scheduled(2)
+    (owner_of_cuda0,) = scheduler.owners["cuda:0"]
     survivor = second if owner_of_cuda0 is first else first
     scheduler.remove_node(owner_of_cuda0)
-    assert scheduler.owners["cuda:0"] is survivor
+    assert scheduler.owners["cuda:0"] == [survivor]
+
+
+def test_a_dead_sharer_is_replaced_so_the_cap_holds() -> None:
+    scheduler, _ = scheduled(4, gpu_workers="2")
+    owners = list(scheduler.owners["cuda:0"])
+    scheduler.remove_node(owners[0])
+    assert len(scheduler.owners["cuda:0"]) == 2
+    assert owners[0] not in scheduler.owners["cuda:0"]
+
+
+def test_by_default_the_cap_comes_from_free_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(SIMULATE_FREE_ENV, "cuda:0=80GiB,cuda:1=10GiB")
+    scheduler, _ = scheduled(4, gpu_workers="auto")
+    assert len(scheduler.owners["cuda:0"]) == 4  # 80 x 0.9 / 4 = 18, at most the 4 workers
+    assert len(scheduler.owners["cuda:1"]) == 2  # 10 x 0.9 / 4 = 2.25
+    assert scheduler.sharing == [
+        "cuda:0: 4 of 4 workers (auto: 80.0 GiB free x 0.9 / 4.0 GiB per worker (default) = "
+        "18, at most the 4 workers)",
+        "cuda:1: 2 of 4 workers (auto: 10.0 GiB free x 0.9 / 4.0 GiB per worker (default) = 2)",
+    ]
+    ran = sorted(n for node in run_to_completion(4, gpu_workers="auto") for n in node.ran())
+    assert ran == sorted(COLLECTION)
+
+
+def test_the_last_run_s_peak_sizes_a_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(SIMULATE_FREE_ENV, "cuda:0=6GiB,cuda:1=6GiB")
+    scheduler, _ = scheduled(4, gpu_workers="auto", last_peak=1 << 30)
+    # (1 GiB peak + 0.5 GiB context) x 1.5 = 2.25 GiB a worker: 6 x 0.9 / 2.25 = 2.4
+    assert [len(scheduler.owners[d]) for d in ("cuda:0", "cuda:1")] == [2, 2]
+    assert "last run's peak 1.0 GiB + a CUDA context, x1.5" in scheduler.sharing[0]
+
+
+def test_the_ini_sizes_a_worker_before_the_last_peak(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(SIMULATE_FREE_ENV, "cuda:0=6GiB,cuda:1=6GiB")
+    scheduler, _ = scheduled(4, gpu_workers="auto", memory_per_worker="5GiB", last_peak=1)
+    assert [len(scheduler.owners[d]) for d in ("cuda:0", "cuda:1")] == [1, 1]
+    assert scheduler.owners["cuda:0"] != scheduler.owners["cuda:1"]
+
+
+def test_unknown_free_memory_means_one_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(SIMULATE_FREE_ENV, "cuda:0=80GiB")
+    scheduler, _ = scheduled(4, gpu_workers="auto")
+    assert len(scheduler.owners["cuda:1"]) == 1
+    assert "free memory of cuda:1 unknown: one worker at a time" in scheduler.sharing[1]
 
 
 def test_a_case_compared_across_captures_is_one_unit_per_device() -> None:
