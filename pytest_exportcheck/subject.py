@@ -175,9 +175,11 @@ class Subject:
         mix = first_device_mix(call, self.device, stray_tensors(model, self.device))
         if mix is None:
             return None
-        how = "would raise on a real device" if raised is None else "raised"
-        if raised is not None:
-            how += f" {type(raised).__name__}: {str(raised).splitlines()[0] if str(raised) else ''}"
+        if raised is None:
+            how = "would raise on a real device"
+        else:
+            first_line = (str(raised).splitlines() or [""])[0]
+            how = f"raised {type(raised).__name__}: {first_line}"
         return EagerError(
             f"{self.case.location}: the model is not portable to {self.device}: "
             f"{mix.describe()}. The eager forward on {self.device} {how}"
