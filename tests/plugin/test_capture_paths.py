@@ -191,7 +191,9 @@ def test_state_drift_in_a_dynamo_graph_module_is_caught(project: pytest.Pytester
     result = project.runpytest("--exportcheck", "-k", "mutation")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        ["*after step 1/3: state 'count': 1 / 1 elements outside tolerance*eager 1, graph module 2;*"]
+        [
+            "*after step 1/3: state 'count': 1 / 1 elements outside tolerance*eager 1, graph module 2;*"
+        ]
     )
 
 
