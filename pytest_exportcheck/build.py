@@ -33,6 +33,7 @@ __all__ = [
     "build_model",
     "instantiate",
     "preload_targets",
+    "redraw_parameters",
     "seed_everything",
 ]
 
@@ -53,7 +54,31 @@ def build_model(case: Case, max_elements: int | None = MAX_TENSOR_ELEMENTS) -> t
     if not isinstance(model, torch.nn.Module):
         raise BuildError(f"{spec.target} returned a {type(model).__name__}, not a torch.nn.Module")
     model.train(spec.mode == "train")
+    if spec.init == "fan_in":
+        redraw_parameters(model)
     return model
+
+
+def redraw_parameters(model: torch.nn.Module) -> None:
+    """``model.init: fan_in``: every floating parameter redrawn from the RNG (the case's seed).
+
+    Random-initialization outputs of many real models carry no signal (torchvision's
+    mobilenet_v2 outputs 1e-13 to 3e-7, a zero-initialized head exactly 0), so a wrong
+    program passes parity. Redrawn, activations stay at scale: N(0, 2/fan_in) for
+    tensors of 2 or more dimensions (He's rule for ReLU networks), N(1, 0.1) for 1-d
+    weights (norm scales), N(0, 0.1) for other 1-d parameters (biases).
+    """
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if not parameter.is_floating_point():
+                continue
+            if parameter.dim() >= 2:
+                fan_in = parameter[0].numel()
+                parameter.normal_(0.0, (2.0 / max(fan_in, 1)) ** 0.5)
+            elif name.rsplit(".", 1)[-1] == "weight":
+                parameter.normal_(1.0, 0.1)
+            else:
+                parameter.normal_(0.0, 0.1)
 
 
 def preload_targets(case: Case) -> None:

@@ -181,6 +181,24 @@ class CountingLoss(nn.Module):
         return out, out.pow(2).mean()
 
 
+class Options(nn.Module):
+    """Non-tensor inputs beside the tensor: an int, a bool keyword, a None (as Hugging Face's
+    ``return_dict=False``), and a loss output."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x, repeat=1, scale=None, negate=False):
+        out = self.lin(x)
+        for _ in range(repeat):
+            out = torch.tanh(out)
+        if scale is not None:
+            out = out * scale
+        out = -out if negate else out
+        return out, out.pow(2).mean()
+
+
 class Block(nn.Module):
     def __init__(self) -> None:
         super().__init__()

@@ -34,7 +34,7 @@ from pytest_exportcheck.capture.record import (
 )
 from pytest_exportcheck.compat import parameters_to_mutate
 from pytest_exportcheck.failures import CaptureError, capture_error
-from pytest_exportcheck.subject import Subject
+from pytest_exportcheck.subject import Inputs, Subject
 
 
 class LossOutputs(torch.nn.Module):
@@ -45,9 +45,7 @@ class LossOutputs(torch.nn.Module):
     parameter, buffer and submodule dicts, so FQNs stay the model's own.
     """
 
-    def __init__(
-        self, model: torch.nn.Module, loss_index: int, kwarg_names: tuple[str, ...] = ()
-    ) -> None:
+    def __init__(self, model: torch.nn.Module, loss_index: int, inputs: Inputs) -> None:
         super().__init__()
         self._parameters = model._parameters
         self._buffers = model._buffers
@@ -56,18 +54,23 @@ class LossOutputs(torch.nn.Module):
         self.training = model.training
         object.__setattr__(self, "wrapped_forward", model.forward)
         self.loss_index = loss_index
-        # torch 2.13's aot_export_module accepts kwargs= but calls the traced
-        # function with positional arguments only (TypeError: fn_to_trace() got an
-        # unexpected keyword argument): keyword inputs arrive as trailing positions.
-        self.kwarg_names = kwarg_names
+        # aot_export_module traces tensors only ('bool' object has no attribute
+        # 'requires_grad' otherwise), and 2.13's calls the traced function with
+        # positions only: every input tensor becomes a position, and the rest of
+        # the inputs (bools, ints, strings, their places in args and kwargs) is
+        # kept here and put back around them on every call.
+        leaves, self.in_spec = pytree.tree_flatten(inputs)
+        self.fixed_leaves = [None if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves]
+        self.tensor_positions = [
+            index for index, leaf in enumerate(leaves) if isinstance(leaf, torch.Tensor)
+        ]
         self.out_spec: pytree.TreeSpec | None = None
 
-    def forward(self, *positional: Any) -> tuple[Any, ...]:
-        split = len(positional) - len(self.kwarg_names)
-        args, kwargs = (
-            positional[:split],
-            dict(zip(self.kwarg_names, positional[split:], strict=True)),
-        )
+    def forward(self, *tensors: Any) -> tuple[Any, ...]:
+        leaves = list(self.fixed_leaves)
+        for position, tensor in zip(self.tensor_positions, tensors, strict=True):
+            leaves[position] = tensor
+        args, kwargs = pytree.tree_unflatten(leaves, self.in_spec)
         leaves, self.out_spec = pytree.tree_flatten(self.wrapped_forward(*args, **kwargs))
         if not 0 <= self.loss_index < len(leaves):
             raise IndexError(
@@ -79,19 +82,25 @@ class LossOutputs(torch.nn.Module):
         )
 
 
+def tensor_leaves(tree: Any) -> list[torch.Tensor]:
+    """The tensors of a pytree, in its order: what the joint graph takes after the state."""
+    return [leaf for leaf in pytree.tree_leaves(tree) if isinstance(leaf, torch.Tensor)]
+
+
 def capture_aot_joint(subject: Subject) -> JointRecord:
     from torch._functorch.aot_autograd import aot_export_module
 
     case = subject.case
     if case.loss_output is None:  # the loader requires it; kept for direct API use
         raise CaptureError(f"{case.location}: aot-joint needs `loss_output` in the case")
-    args, kwargs = subject.inputs_copy()
-    model = LossOutputs(subject.model_copy(), case.loss_output, tuple(kwargs))
+    inputs = subject.inputs_copy()
+    model = LossOutputs(subject.model_copy(), case.loss_output, inputs)
     started = time.perf_counter()
     try:
         gm, signature = aot_export_module(
-            model, (*args, *kwargs.values()), trace_joint=True, output_loss_index=case.loss_output
-        )
+            model, tuple(tensor_leaves(inputs)), trace_joint=True,
+            output_loss_index=case.loss_output,
+        )  # fmt: skip
     except Exception as exc:
         raise capture_error(
             exc, f"{case.location}: aot_export_module(trace_joint=True) raised"
@@ -106,6 +115,7 @@ def capture_aot_joint(subject: Subject) -> JointRecord:
         graph_module=gm,
         captured_model=model,
         signature=signature,
+        bakes_scalar_inputs=True,  # non-tensor inputs live in LossOutputs, not the graph
     )
 
 
@@ -180,7 +190,7 @@ class JointCall:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         signature = self.record.signature
         gm = self.record.graph_module
-        user = pytree.tree_leaves((args, kwargs))
+        user = tensor_leaves((args, kwargs))
         outputs = gm(*_state_in_order(self.model), *user)
         output_node = next(n for n in gm.graph.nodes if n.op == "output")
         by_name = dict(zip((str(a) for a in output_node.args[0]), outputs, strict=True))
@@ -213,7 +223,7 @@ def _state_in_order(model: torch.nn.Module) -> list[torch.Tensor]:
 
 
 def _placeholders(gm: torch.fx.GraphModule, signature: Any, subject: Subject) -> list[Placeholder]:
-    paths = [path for path, _ in subject.flat_inputs]
+    paths = [path for path, value in subject.flat_inputs if isinstance(value, torch.Tensor)]
     user_index = {name: i for i, name in enumerate(signature.user_inputs)}
     placeholders = []
     for node in gm.graph.nodes:

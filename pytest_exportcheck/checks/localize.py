@@ -48,8 +48,8 @@ def first_divergence(record: Any, tolerance: Tolerance) -> str:
         return f"not localized: torch.export.unflatten raised {type(exc).__name__}"
     seed = subject.case.seed
     try:
-        eager = _calls(subject.model_copy(), subject.inputs_copy(), seed, grad=True)
-        exported = _calls(unflat, subject.inputs_copy(), seed, grad=False)
+        eager = hooked_calls(subject.model_copy(), subject.inputs_copy(), seed, grad=True)
+        exported = hooked_calls(unflat, subject.inputs_copy(), seed, grad=False)
     except Exception as exc:
         return f"not localized: a hooked run raised {type(exc).__name__}: {exc}".splitlines()[0]
     by_key = {(c.fqn, c.index): c for c in exported}
@@ -72,7 +72,7 @@ def first_divergence(record: Any, tolerance: Tolerance) -> str:
     return "not localized: every submodule call agrees; the difference is in the root's own ops"
 
 
-def _calls(
+def hooked_calls(
     model: torch.nn.Module, inputs: tuple[tuple[Any, ...], dict[str, Any]], seed: int, grad: bool
 ) -> list[Call]:
     """Every submodule call of one forward, in the order the calls finish."""

@@ -11,8 +11,11 @@ Each side runs on its own copy with cloned inputs, for ``expect.parity.steps``
 calls (state-carrying models are compared after each). Outputs must have the
 same pytree structure, dtypes and shapes, and values within tolerance (the
 ``torch.testing.assert_close`` per-dtype defaults unless the case sets
-``atol``/``rtol``). A failure names the output leaf, the max abs and rel error,
-the worst index, the mismatched/total count and the tolerance used (and, for
+``atol``/``rtol``). Outputs wholly within atol of zero are compared at
+their own scale, and constant outputs, which cannot fail any comparison,
+hand the work to the submodule outputs (``signal.py``); with no signal
+anywhere the item fails as vacuous. A failure names the output leaf, the max
+abs and rel error, the worst index, the mismatched/total count and the tolerance used (and, for
 the ``fp64`` and ``cosine`` policies of ``tolerance.py``, the numbers that
 policy compared — ``fp64`` against a float64 eager run, which the default
 ``auto`` policy also asks where allclose fails), and ends
@@ -28,6 +31,7 @@ from torch.utils import _pytree as pytree
 from pytest_exportcheck.capture.joint import JointRecord
 from pytest_exportcheck.capture.record import CaptureRecord
 from pytest_exportcheck.checks.localize import first_divergence
+from pytest_exportcheck.checks.signal import no_signal, signal_inside
 from pytest_exportcheck.checks.steps import fp64_output
 from pytest_exportcheck.compare import Tolerance, compare_trees
 from pytest_exportcheck.failures import Note, describe_exception
@@ -45,7 +49,9 @@ def check_parity(case: Case, record: CaptureRecord) -> list[str]:
         eager_steps = subject.eager_steps(steps)
     except Exception as exc:
         return [describe_exception(exc, context="eager raised")]
-    findings: list[str] = []
+    why = no_signal(eager_steps[0].output, tolerance)
+    # Outputs that cannot tell a wrong program from a right one: the submodules must.
+    findings: list[str] = signal_inside(record, tolerance, why) if why else []
     diverged = False
     for runnable in record.runnables():
         label = runnable.label

@@ -41,6 +41,7 @@ class ModelSpec:
     args: list[Any] = field(default_factory=list)
     kwargs: dict[str, Any] = field(default_factory=dict)
     mode: str = "eval"
+    init: str | None = None  # "fan_in": parameters redrawn after building (see build.py)
 
 
 @dataclass(frozen=True)

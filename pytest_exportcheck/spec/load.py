@@ -249,6 +249,7 @@ def _build_case(
             args=list(model.get("args", [])),
             kwargs=dict(model.get("kwargs", {})),
             mode=model.get("mode", "eval"),
+            init=model.get("init"),
         ),
         inputs=raw["inputs"],
         seed=raw.get("seed", 0),

@@ -27,6 +27,18 @@ cases:
     loss_output: 1
 """
 
+OPTIONS = """
+cases:
+  options:
+    description: non-tensor inputs beside the tensor
+    model: {{target: models.py:Options}}
+    inputs:
+      args: [{{shape: [2, 4]}}, 2]
+      kwargs: {{scale: null, negate: true}}
+    captures: [{captures}]
+    loss_output: 1
+"""
+
 SWAP_MAPPINGS = """
 import dataclasses
 placeholders = record.placeholders
@@ -44,6 +56,16 @@ def test_a_path_passes_the_checks_it_supports(project: pytest.Pytester, path: st
     outcomes = result.parseoutcomes()
     assert outcomes["passed"] == (4 if path.startswith("export") else 3)
     assert "failed" not in outcomes
+
+
+@pytest.mark.parametrize("path", ALL_PATHS)
+def test_non_tensor_inputs_pass_through_every_path(project: pytest.Pytester, path: str) -> None:
+    # aot_export_module traces tensors only: an int, None or bool input once crashed the
+    # joint capture ('bool' object has no attribute 'requires_grad').
+    write_cases(project, OPTIONS.format(captures=path))
+    result = project.runpytest("--exportcheck", "-k", "not recorded")
+    assert "failed" not in result.parseoutcomes(), result.stdout.str()
+    assert result.parseoutcomes()["passed"] >= 3
 
 
 @pytest.mark.parametrize("path", capture_params("dynamo", "dynamo-legacy", "aot-joint"))

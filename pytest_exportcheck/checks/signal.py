@@ -1,0 +1,105 @@
+"""Can parity fail at all? Outputs that carry no signal, and signal found inside the model.
+
+At random initialization many real models output values far below float32's
+absolute tolerance — torchvision's mobilenet_v2 1e-13 to 3e-7 — or exactly 0
+(vit_b_16's zero-initialized head), and every program passes ``allclose``
+against them, one that returns ``-out`` or ``1000 * out`` too. Two remedies:
+
+* a leaf whose every element is within atol of zero, but not all zero, is
+  compared at its own scale (``compare.py``: atol x max |eager|), where a
+  negated or scaled program fails;
+* a leaf that is *constant* — a single element that is 0, or elements all
+  equal — cannot tell programs apart at any scale. When no leaf carries
+  signal, the submodule outputs are compared (eager and ``unflatten(ep)``,
+  hooked as in ``localize.py``): a divergence there is named; otherwise the
+  item fails as *vacuous*, with the way out (``model.init: fan_in`` redraws
+  the parameters, seeded, keeping activations at scale), since the root's
+  own ops after its last submodule are still unchecked.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from pytest_exportcheck.checks.localize import hooked_calls
+from pytest_exportcheck.compare import Tolerance, compare_trees, flatten_with_paths
+
+
+def no_signal(output: Any, tolerance: Tolerance) -> str | None:
+    """Why no leaf of ``output`` carries signal (one reason per leaf), or None if one does."""
+    reasons = []
+    for path, leaf in flatten_with_paths(output)[0]:
+        reason = _leaf_without_signal(leaf, tolerance)
+        if reason is None:
+            return None
+        if reason:
+            reasons.append(f"output{path}: {reason}")
+    return "; ".join(reasons) if reasons else None
+
+
+def _leaf_without_signal(leaf: Any, tolerance: Tolerance) -> str | None:
+    """Why this leaf cannot tell programs apart; None if it can; "" if it is no tensor."""
+    if not isinstance(leaf, torch.Tensor):
+        return ""  # compared by value, nothing numeric to carry
+    if leaf.device.type == "meta" or leaf.numel() == 0:
+        return ""
+    flat = leaf.detach().flatten()
+    if flat.numel() == 1:
+        return "a single element, 0" if bool(flat[0] == 0) else None
+    if bool((flat == flat[0]).all()):
+        return f"all {flat.numel()} elements are {flat[0].item()!r}"
+    return None
+
+
+def signal_inside(record: Any, tolerance: Tolerance, why: str) -> list[str]:
+    """With outputs that carry no signal (``why``): findings from the submodule outputs.
+
+    A divergence inside is named; with none, the item is vacuous: the root's own
+    ops after its last submodule could still be wrong.
+    """
+    make = getattr(record, "fresh_unflattened", None)
+    way_out = (
+        "Parity cannot fail on these outputs: set `model.init: fan_in` to redraw the "
+        "parameters (seeded, activations kept at scale), or give inputs for which they vary"
+    )
+    if make is None:
+        return [
+            f"vacuous: no output of eager carries signal ({why}), and {record.capture} has "
+            f"no module hierarchy to compare inside. {way_out}"
+        ]
+    subject = record.subject
+    try:
+        eager = hooked_calls(subject.model_copy(), subject.inputs_copy(), subject.case.seed, True)
+        exported = hooked_calls(make(), subject.inputs_copy(), subject.case.seed, False)
+    except Exception as exc:
+        return [
+            f"vacuous: no output of eager carries signal ({why}), and the hooked run to "
+            f"compare submodule outputs raised {type(exc).__name__}. {way_out}"
+        ]
+    by_key = {(call.fqn, call.index): call for call in exported}
+    carried = 0
+    for want in eager:
+        got = by_key.get((want.fqn, want.index))
+        if got is None or no_signal(want.output, tolerance) is not None:
+            continue
+        carried += 1
+        problems = compare_trees(
+            want.output, got.output, tolerance=tolerance,
+            root=f"{want.fqn} output", names=("eager", "unflatten(ep)"),
+        )  # fmt: skip
+        if problems:
+            return [
+                f"no output of eager carries signal ({why}); inside the model, "
+                f"{want.fqn} ({want.kind}) differs: {problems[0]}"
+            ]
+    if carried == 1:
+        inside = "the one submodule output that does agrees, but the root's own ops are unchecked"
+    elif carried:
+        inside = (
+            f"the {carried} submodule outputs that do agree, but the root's own ops are unchecked"
+        )
+    else:
+        inside = "nor does any submodule output"
+    return [f"vacuous: no output of eager carries signal ({why}); {inside}. {way_out}"]
