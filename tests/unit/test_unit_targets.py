@@ -146,13 +146,24 @@ def test_missing_module_names_the_module_and_the_import_error():
     assert "No module named 'exportcheck_no_such_module'" in message
 
 
-def test_missing_attribute_of_a_file_names_the_attribute(model_dir):
+def test_missing_attribute_of_a_file_names_the_attribute_and_the_likely_one(model_dir):
     with pytest.raises(TargetError) as info:
         resolve_target("models/net.py:Modle", model_dir)
 
     assert str(info.value) == (
-        "target 'models/net.py:Modle': 'models/net.py' has no attribute 'Modle'"
+        "target 'models/net.py:Modle': 'models/net.py' has no attribute 'Modle'; "
+        "did you mean 'Model'?"
     )
+
+
+def test_a_wrong_case_is_a_likely_one_too(model_dir):
+    with pytest.raises(TargetError, match=r"has no attribute 'model'; did you mean 'Model'\?$"):
+        resolve_target("models/net.py:model", model_dir)
+
+
+def test_nothing_alike_suggests_nothing(model_dir):
+    with pytest.raises(TargetError, match=r"has no attribute 'Transformer'$"):
+        resolve_target("models/net.py:Transformer", model_dir)
 
 
 def test_missing_nested_attribute_names_the_part_that_is_missing(model_dir):
@@ -216,3 +227,37 @@ def test_importable_module_that_raises_on_import_names_the_exception(tmp_path, m
 
     with pytest.raises(TargetError, match="ValueError: bad config"):
         resolve_target("exportcheck_unit_boom:thing", tmp_path)
+
+
+def test_a_file_a_test_already_imported_is_reused_not_run_again(tmp_path, monkeypatch):
+    counter = f"exportcheck_runs_{tmp_path.name}"
+    write(
+        tmp_path / "usermodels.py",
+        f"import sys\nsys.modules.setdefault({counter!r}, [])\n"
+        f"sys.modules[{counter!r}].append(1)\nclass Net:\n    pass\n",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import usermodels  # what a conftest or a test of the user's does
+
+    try:
+        net = resolve_target("usermodels.py:Net", tmp_path)
+        assert net is usermodels.Net  # isinstance against the user's class holds
+        assert sys.modules[counter] == [1]  # executed once
+    finally:
+        del sys.modules["usermodels"], sys.modules[counter]
+
+
+def test_a_file_importable_by_name_is_imported_under_that_name(tmp_path, monkeypatch):
+    # With the rootdir on sys.path (pytest's `pythonpath = .`), a later
+    # `import pkg.usernet` of the user's must find the module the case used.
+    write(tmp_path / "pkg" / "__init__.py", "")
+    write(tmp_path / "pkg" / "usernet.py", "class Net:\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        net = resolve_target("usernet.py:Net", tmp_path / "pkg")
+        import pkg.usernet
+
+        assert net is pkg.usernet.Net
+    finally:
+        sys.modules.pop("pkg.usernet", None)
+        sys.modules.pop("pkg", None)
