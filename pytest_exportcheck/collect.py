@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 from _pytest._code.code import TerminalRepr
@@ -19,6 +19,9 @@ from _pytest._io import TerminalWriter
 
 from pytest_exportcheck.devices import is_accelerator
 from pytest_exportcheck.spec import Case, SpecError, load_case_file
+
+if TYPE_CHECKING:
+    from pytest_exportcheck.failures import ExportCheckError
 
 
 class CaseFile(pytest.File):
@@ -175,13 +178,19 @@ class CheckItem(pytest.Item):
                         self._set_property("exportcheck_max_abs_err", errors.max_abs_err)
         except NotRunnable as exc:
             _skip_here(exc.reason)
-        except ExportCheckError:
-            raise
+        except ExportCheckError as exc:
+            raise self._as_xfail_expects(exc) from exc.__cause__
         except Exception as exc:
             message = f"{type(exc).__name__}: {exc}".splitlines()[0]
             raise InternalError(f"{self.case.location}: unexpected {message}") from exc
         if any(not isinstance(f, Note) for f in findings):
-            raise CheckFailure(self.check, findings)
+            raise self._as_xfail_expects(CheckFailure(self.check, findings))
+
+    def _as_xfail_expects(self, error: ExportCheckError) -> ExportCheckError:
+        from pytest_exportcheck.item_run import unless_expected
+
+        xfail = self.case.xfail_for(self.capture, self.check, self.device)
+        return unless_expected(xfail, error, self.case)
 
     def _seconds_allowed(self) -> float:
         """Seconds this item may take: the case's ``timeout``, else the option / ini value."""

@@ -161,6 +161,25 @@ class CheckFailure(ExportCheckError):
         return f"[{self.stage}] {first}{more}"
 
 
+class UnexpectedFailure(ExportCheckError):
+    """A failure under an xfail that expects another one (``stage:``/``match:``).
+
+    Not a CaptureError or CheckFailure, so pytest's xfail (``raises=``) does not absorb it.
+    """
+
+    def __init__(self, error: ExportCheckError, expected: str) -> None:
+        self.stage = error.stage
+        self.original = error
+        super().__init__(f"{expected}: {error.render()}")
+
+    @property
+    def headline(self) -> str:
+        return f"[{self.stage}] {self.message.split(': ', 1)[0]}: {self.original.headline}"
+
+    def render(self) -> str:
+        return self.message
+
+
 def _indent_continuation(text: str) -> str:
     return text.replace("\n", "\n  ")
 

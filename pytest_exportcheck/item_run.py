@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from pytest_exportcheck.capture import CaptureRecord
     from pytest_exportcheck.failures import ExportCheckError
     from pytest_exportcheck.spec import Case
+    from pytest_exportcheck.spec.case import XfailSpec
     from pytest_exportcheck.subject import Subject
 
 
@@ -161,6 +162,19 @@ def compare_captures(case: Case, device: str, source: Source) -> list[str]:
         raise NotRunnable(f"fewer than two captures to compare ({why})")
     with stage("consistency"):
         return check_consistency(case, records, left_out)
+
+
+def unless_expected(
+    xfail: XfailSpec | None, error: ExportCheckError, case: Case
+) -> ExportCheckError:
+    """``error``, or, where an xfail with ``stage:``/``match:`` expects another failure,
+    one that no xfail absorbs: an xfail written for one cause must not hide another."""
+    from pytest_exportcheck.failures import UnexpectedFailure
+
+    if xfail is None or xfail.expects(error.stage, error.render()):
+        return error
+    where = f" at {case.at(xfail.line)}" if xfail.line else ""
+    return UnexpectedFailure(error, f"expected xfail ({xfail.describe()}){where}, got")
 
 
 def timeout_message(case: Case, seconds: float, source: str, stage_name: str) -> str:

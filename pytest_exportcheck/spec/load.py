@@ -303,6 +303,8 @@ def _xfail(x: Any, torch: str | None) -> XfailSpec:
         strict=x.get("strict", True),
         torch=torch,
         line=getattr(x, "line", None),
+        stage=x.get("stage"),
+        match=x.get("match"),
     )
 
 

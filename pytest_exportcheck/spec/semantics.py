@@ -8,6 +8,7 @@ tensor is built: an author learns about ``high`` missing before torch is loaded.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -55,6 +56,25 @@ def _xfail_scope(case: dict[str, Any]) -> Iterator[Problem]:
                     f"(checks: {', '.join(checks)})",
                     [*where, "checks"],
                 )
+        yield from _xfail_match(xfail, where)
+    for index, entry in enumerate(case.get("when", [])):
+        nested = entry.get("xfail", []) if isinstance(entry, dict) else []
+        many = isinstance(nested, list)
+        for position, xfail in enumerate(nested if many else [nested]):
+            where = ["when", index, "xfail", position] if many else ["when", index, "xfail"]
+            yield from _xfail_match(xfail, where)
+
+
+def _xfail_match(xfail: Any, where: list[Any]) -> Iterator[Problem]:
+    if not isinstance(xfail, dict) or not isinstance(xfail.get("match"), str):
+        return
+    try:
+        re.compile(xfail["match"])
+    except re.error as exc:
+        yield (
+            f"xfail match {xfail['match']!r} is not a regular expression: {exc}",
+            [*where, "match"],
+        )
 
 
 def _capture_options(case: dict[str, Any]) -> Iterator[Problem]:
