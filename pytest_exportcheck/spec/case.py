@@ -121,18 +121,18 @@ class XfailSpec:
     strict: bool = True
     torch: str | None = None  # its own or its `when` entry's specifier, if any
     line: int | None = None
-    stage: str | None = None  # the failure's [stage]; another stage is not absorbed
+    stages: tuple[str, ...] | None = None  # the failure's [stage]; others are not absorbed
     match: str | None = None  # a regex searched in the failure's message
 
     def expects(self, stage: str, message: str) -> bool:
         """Whether a failure of ``stage`` saying ``message`` is the one this xfail expects."""
-        if self.stage is not None and stage != self.stage:
+        if self.stages is not None and stage not in self.stages:
             return False
         return self.match is None or re.search(self.match, message) is not None
 
     def describe(self) -> str:
         """``stage parity, match 'view size'`` — what it expects, for a failure that is not it."""
-        parts = ([f"stage {self.stage}"] if self.stage else []) + (
+        parts = ([f"stage {' or '.join(self.stages)}"] if self.stages else []) + (
             [f"match {self.match!r}"] if self.match else []
         )
         return ", ".join(parts)

@@ -303,9 +303,15 @@ def _xfail(x: Any, torch: str | None) -> XfailSpec:
         strict=x.get("strict", True),
         torch=torch,
         line=getattr(x, "line", None),
-        stage=x.get("stage"),
+        stages=_stages(x.get("stage")),
         match=x.get("match"),
     )
+
+
+def _stages(value: str | list[str] | None) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    return (value,) if isinstance(value, str) else tuple(value)
 
 
 def _elsewhere(unmet: Unmet) -> Elsewhere:

@@ -58,3 +58,10 @@ def test_a_match_that_is_no_regular_expression_is_a_case_error(project: pytest.P
     result.stdout.fnmatch_lines(
         ["[[]case[]] cases/main.yaml:9: xfail match 'view size (' is not a regular expression*"]
     )
+
+
+def test_an_xfail_over_several_checks_may_name_their_stages(project: pytest.Pytester) -> None:
+    result = run(project, "stage: [parity, mutation]\n      match: outside tolerance")
+    result.assert_outcomes(xfailed=1)
+    refused = run(project, "stage: [parity, capture]")
+    refused.stdout.fnmatch_lines(["*expected xfail (stage parity or capture) at *, got: *"])
