@@ -58,6 +58,9 @@ class Comparison:
     new: list[Change] = field(default_factory=list)
     removed: list[Change] = field(default_factory=list)
     unchanged: int = 0
+    # baseline items this run did not look at: deselected (-k, -m, --lf) or in files
+    # outside the paths it was given; neither removed nor changed
+    not_run: int = 0
     # the changed observations by kind, as `python -m pytest_exportcheck versions` groups
     # the same change between two recordings (drift.py)
     drift: list[DriftGroup] = field(default_factory=list)
@@ -67,13 +70,19 @@ class Comparison:
         return [(heading, getattr(self, name)) for name, heading, _ in KINDS]
 
     def counts(self) -> str:
-        """``1 regression, 2 observations changed`` (empty kinds left out)."""
+        """``1 regression, 2 observations changed; 40 unchanged; 900 not run here``."""
         parts = []
         for name, plural, singular in KINDS:
             n = len(getattr(self, name))
             if n:
                 parts.append(f"{n} {singular if n == 1 else plural}")
-        return ", ".join(parts) or "no changes"
+        text = f"{', '.join(parts) or 'no changes'}; {self.unchanged} unchanged"
+        if self.not_run:
+            text += (
+                f"; {self.not_run} baseline item{'s' if self.not_run != 1 else ''} not run here "
+                "(deselected, or outside the paths given)"
+            )
+        return text
 
     def summary(self) -> dict[str, Any]:
         """For the JSON report: the baseline and the node ids of each kind of change."""
@@ -81,6 +90,7 @@ class Comparison:
             "baseline": self.baseline,
             "baseline_torch": self.baseline_run.get("torch"),
             "unchanged": self.unchanged,
+            "not_run": self.not_run,
             **{name: [c.nodeid for c in getattr(self, name)] for name, _, _ in KINDS},
             "observations_by_kind": [g.to_json() for g in self.drift],
         }
@@ -90,9 +100,31 @@ def _message(item: Item) -> str | None:
     return item.get("message")
 
 
-def compare(baseline: Mapping[str, Any], current: Iterable[Item], *, source: str) -> Comparison:
+@dataclass(frozen=True)
+class RunScope:
+    """What this run looked at: the files it collected from, and the items it deselected.
+
+    A baseline item outside it was not run here; only one inside it that is gone
+    was removed.
+    """
+
+    files: frozenset[str]
+    deselected: frozenset[str] = frozenset()
+
+    def covers(self, nodeid: str) -> bool:
+        return nodeid not in self.deselected and nodeid.split("::", 1)[0] in self.files
+
+
+def compare(
+    baseline: Mapping[str, Any],
+    current: Iterable[Item],
+    *,
+    source: str,
+    scope: RunScope | None = None,
+) -> Comparison:
     """Sort every node id of either run into at most one kind of outcome change, plus
-    (independently) a changed observation."""
+    (independently) a changed observation. Baseline items outside ``scope`` are counted
+    as not run; without a scope, every missing item is removed."""
     before = {item["nodeid"]: item for item in baseline.get("items", [])}
     now = {item["nodeid"]: item for item in current}
     result = Comparison(baseline=source, baseline_run=dict(baseline.get("run", {})))
@@ -105,7 +137,10 @@ def compare(baseline: Mapping[str, Any], current: Iterable[Item], *, source: str
             result.new.append(Change(nodeid, None, new["outcome"], [str(m) for m in lines]))
             continue
         if new is None:
-            result.removed.append(Change(nodeid, old["outcome"], None))
+            if scope is not None and not scope.covers(nodeid):
+                result.not_run += 1
+            else:
+                result.removed.append(Change(nodeid, old["outcome"], None))
             continue
         change = Change(nodeid, old["outcome"], new["outcome"])
         a, b = old["outcome"], new["outcome"]
@@ -227,7 +262,7 @@ def render(comparison: Comparison, this_run: Mapping[str, Any], limit: int | Non
         f"baseline: {describe_run(comparison.baseline_run)} ({comparison.baseline})",
         f"this run: {describe_run(this_run)}",
     ]
-    lines.append(f"{comparison.counts()}; {comparison.unchanged} unchanged")
+    lines.append(comparison.counts())
     for heading, changes in comparison.groups():
         if not changes:
             continue

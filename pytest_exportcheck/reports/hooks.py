@@ -17,7 +17,7 @@ import pytest
 
 from pytest_exportcheck.reports import json_report, markdown, nearest
 from pytest_exportcheck.reports import matrix as matrix_mod
-from pytest_exportcheck.reports.compare import Comparison, compare
+from pytest_exportcheck.reports.compare import Comparison, RunScope, compare
 from pytest_exportcheck.reports.compare import render as render_comparison
 from pytest_exportcheck.reports.results import (
     FAILING,
@@ -28,6 +28,7 @@ from pytest_exportcheck.reports.results import (
 )
 
 _COMPARE_LIMIT = 20  # items listed per kind of change without -v
+WORKER_SCOPE = "exportcheck_scope"  # workeroutput key: [files collected, items deselected]
 
 
 def regression_exit(exitstatus: int, regressions: int, fail_on_regression: bool) -> int:
@@ -56,6 +57,8 @@ class ReportPlugin:
         self.results: list[ItemResult] = []
         self.comparison: Comparison | None = None
         self.nearest: nearest.NearestSummary | None = None
+        self.scope_files: set[str] = set()
+        self.deselected: set[str] = set()
         self.run: dict[str, Any] = {}
         self.started = time.time()
         self.messages: list[tuple[str, dict[str, bool]]] = []  # (line, markup) after the rest
@@ -80,6 +83,24 @@ class ReportPlugin:
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.started = time.time()
 
+    # What this run looked at, for --exportcheck-compare: without xdist from the
+    # collection itself; under xdist from the workers (each collects the same).
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        self.deselected.update(item.nodeid for item in items)
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.scope_files.update(item.nodeid.split("::", 1)[0] for item in session.items)
+        self.scope_files.update(nodeid.split("::", 1)[0] for nodeid in self.deselected)
+        workeroutput = getattr(self.config, "workeroutput", None)
+        if workeroutput is not None:
+            workeroutput[WORKER_SCOPE] = [sorted(self.scope_files), sorted(self.deselected)]
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        files, deselected = getattr(node, "workeroutput", {}).get(WORKER_SCOPE, ([], []))
+        self.scope_files.update(files)
+        self.deselected.update(deselected)
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self.active:
             self.collector.add(report)
@@ -100,7 +121,10 @@ class ReportPlugin:
 
         self.nearest = nearest.summarize(self.results, str(self.run["torch"]), torch_minor())
         if self.baseline is not None:
-            self.comparison = compare(self.baseline, current, source=str(self.baseline_source))
+            scope = RunScope(frozenset(self.scope_files), frozenset(self.deselected))
+            self.comparison = compare(
+                self.baseline, current, source=str(self.baseline_source), scope=scope
+            )
             regressions = len(self.comparison.regressions) + sum(
                 change.after in FAILING for change in self.comparison.new
             )

@@ -60,7 +60,7 @@ def _failures(items: list[Mapping[str, Any]]) -> list[str]:
 def _comparison(comparison: Comparison) -> list[str]:
     lines = ["", "### Compared with the baseline", ""]
     lines.append(
-        f"{comparison.counts()}; {comparison.unchanged} unchanged "
+        f"{comparison.counts()} "
         f"(baseline: torch {comparison.baseline_run.get('torch')}, {_code(comparison.baseline)})"
     )
     for heading, changes in comparison.groups():

@@ -292,6 +292,32 @@ def test_compare_names_fixes_new_and_removed_items(project: pytest.Pytester) -> 
     )
 
 
+def test_items_a_run_deselects_are_not_run_not_removed(
+    project: pytest.Pytester, dist: list[str]
+) -> None:
+    write_cases(project, MLP_CASE)
+    run(project, "--exportcheck-report", "base.json")
+    result = run(project, *dist, "-k", "parity", "--exportcheck-compare", "base.json")
+    result.stdout.fnmatch_lines(
+        [
+            "no changes; 1 unchanged; 3 baseline items not run here (deselected, or outside "
+            "the paths given)"
+        ]
+    )
+    result.stdout.no_fnmatch_line("*removed item*")
+
+
+def test_items_of_files_a_run_was_not_given_are_not_run_not_removed(
+    project: pytest.Pytester, dist: list[str]
+) -> None:
+    write_cases(project, MLP_CASE)
+    write_cases(project, MLP_CASE.replace("mlp:", "other:"), "cases/other.yaml")
+    run(project, "--exportcheck-report", "base.json")
+    result = run(project, *dist, "cases/main.yaml", "--exportcheck-compare", "base.json")
+    result.stdout.fnmatch_lines(["no changes; 4 unchanged; 4 baseline items not run here *"])
+    result.stdout.no_fnmatch_line("*removed item*")
+
+
 def test_compare_diffs_changed_recorded_observations(project: pytest.Pytester) -> None:
     write_cases(project, COUNTER_RECORDED)
     run(project, "--exportcheck-update", "--exportcheck-report", "base.json")

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from pytest_exportcheck.reports import json_report
-from pytest_exportcheck.reports.compare import compare, observation_diff, render
+from pytest_exportcheck.reports.compare import RunScope, compare, observation_diff, render
 from pytest_exportcheck.reports.hooks import regression_exit
 from pytest_exportcheck.reports.matrix import build, check_letters, md_text, render_text
 from pytest_exportcheck.reports.results import (
@@ -200,9 +200,24 @@ def test_compare_sorts_every_change_into_one_kind() -> None:
     assert found.unchanged == 1
     assert found.counts() == (
         "2 regressions, 1 fix, 1 failing differently, 1 other outcome change, 1 new item, "
-        "1 removed item"
+        "1 removed item; 1 unchanged"
     )
     assert found.summary()["regressions"] == ["a", "b"]
+
+
+def test_a_baseline_item_outside_the_run_s_scope_is_not_run_not_removed() -> None:
+    baseline = {
+        "run": {},
+        "items": [item("a.yaml::m::p", "passed"), item("a.yaml::m::q", "passed"),
+                  item("b.yaml::m::p", "passed"), item("a.yaml::gone::p", "passed")],
+    }  # fmt: skip
+    scope = RunScope(files=frozenset({"a.yaml"}), deselected=frozenset({"a.yaml::m::q"}))
+    found = compare(baseline, [item("a.yaml::m::p", "passed")], source="b.json", scope=scope)
+    assert [c.nodeid for c in found.removed] == ["a.yaml::gone::p"]
+    assert found.not_run == 2
+    assert found.counts().endswith(
+        "; 2 baseline items not run here (deselected, or outside the paths given)"
+    )
 
 
 def test_the_compare_lists_at_most_limit_items_per_kind() -> None:
