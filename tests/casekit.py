@@ -124,6 +124,24 @@ class UnusedParameter(nn.Module):
         return self.lin(x)
 
 
+class UnusedHeads(nn.Module):
+    """Two auxiliary heads forward never calls (as googlenet's aux heads in eval)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.aux1 = nn.Linear(4, 2)
+        self.aux2 = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class UnreadInput(nn.Module):
+    def forward(self, x, unused):
+        return x * 2
+
+
 class TracedConstant(nn.Module):
     """A tensor created inside forward: export lifts it as `lifted_tensor_0`."""
 

@@ -25,6 +25,7 @@ import warnings
 import torch
 
 from pytest_exportcheck.capture.record import STATE_KINDS, CaptureRecord, DecompositionError
+from pytest_exportcheck.checks.differences import classify, unread_state
 from pytest_exportcheck.checks.signature import is_traced_constant
 from pytest_exportcheck.compare import Tolerance, compare_trees
 from pytest_exportcheck.failures import ExportCheckWarning, describe_exception
@@ -63,13 +64,21 @@ def check_consistency(
             )
     if not undeclared:
         return []
+    subject = next(iter(records.values())).subject
+    known, unexplained = classify(undeclared, table, unread_state(subject))
     header = f"captures disagree on {len(undeclared)} row(s) not in expect.consistency.accept"
     if left_out:
         header += "; left out: " + "; ".join(
             f"{capture} ({_first_line(why)})" for capture, why in left_out.items()
         )
+    parts = [header + ":"]
+    if unexplained:
+        parts.append(render_table(unexplained, table, list(records)))
+    if known:
+        parts.append("known differences, each with the accept entry that silences it:")
+        parts += ["  " + k.render().replace("\n", "\n  ") for k in known]
     notes = accept_notes(case, undeclared)
-    return ["\n".join([header + ":\n" + render_table(undeclared, table, list(records)), *notes])]
+    return ["\n".join([*parts, *notes])]
 
 
 def _first_line(text: str, limit: int = 100) -> str:
@@ -132,15 +141,29 @@ def _mutated(records: dict[str, CaptureRecord]) -> Table:
 
 
 def _user_inputs(records: dict[str, CaptureRecord]) -> Table:
-    cells = {}
+    """The tensor user inputs each capture takes, in order. A capture that drops inputs
+    forward never reads (Dynamo, which the signature check accepts too) is not a
+    disagreement where it takes the others' inputs less some: its cell says which."""
+    taken = {}
     for capture, record in records.items():
         tensors = {path for path, v in record.subject.flat_inputs if isinstance(v, torch.Tensor)}
-        paths = [
+        taken[capture] = [
             p.target or f"? ({p.name})"
             for p in record.placeholders
             if p.kind == "user_input" and (p.target in tensors or p.target is None)
         ]
-        cells[capture] = ", ".join(paths) or "(none)"
+    full = next(
+        (paths for capture, paths in taken.items() if not records[capture].drops_unread_inputs),
+        None,
+    )
+    cells = {}
+    for capture, paths in taken.items():
+        text = ", ".join(paths) or "(none)"
+        dropped = [p for p in full or [] if p not in paths]
+        kept_in_order = [p for p in full or [] if p in paths] == paths
+        if records[capture].drops_unread_inputs and dropped and kept_in_order:
+            text = f"{NOT_COMPARED}: {text or '(none)'}; drops unread {', '.join(dropped)}"
+        cells[capture] = text
     return {"user inputs": cells}
 
 

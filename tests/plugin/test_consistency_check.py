@@ -162,3 +162,63 @@ def test_with_fewer_than_two_captures_left_it_skips_saying_why(
 def test_a_case_with_one_capture_has_no_consistency_item(project: pytest.Pytester) -> None:
     write_cases(project, COUNTER.format(captures="export"))
     run_consistency(project).assert_outcomes()
+
+
+HEADS = """
+cases:
+  heads:
+    description: two heads forward never calls
+    model: {target: models.py:UnusedHeads}
+    inputs: {args: [{shape: [2, 4]}]}
+    captures: [export, export-strict]
+"""
+
+
+def test_state_forward_never_reads_is_named_once_with_the_accept_that_silences_it(
+    project: pytest.Pytester,
+) -> None:
+    write_cases(project, HEADS)
+    result = run_consistency(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*captures disagree on 4 row(s) not in expect.consistency.accept:",
+            "*  known differences, each with the accept entry that silences it:",
+            "*    lifted: *.bias (2 tensors): forward never reads them: non-strict export lifts "
+            "every parameter and buffer, strict export and the Dynamo paths only what forward "
+            "reads *; accept with:",
+            '*        - {row: "lifted: *.bias", reason: "state forward never reads: only non-strict '
+            'export lifts it"}',
+            "*    lifted: *.weight (2 tensors): *",
+        ]
+    )
+    result.stdout.no_fnmatch_line("*  row  *export*")  # no table: nothing unexplained
+
+
+def test_the_suggested_accept_entries_silence_it(project: pytest.Pytester) -> None:
+    reason = "state forward never reads: only non-strict export lifts it"
+    accept = (
+        "    expect:\n      consistency:\n        accept:\n"
+        f'          - {{row: "lifted: *.bias", reason: "{reason}"}}\n'
+        f'          - {{row: "lifted: *.weight", reason: "{reason}"}}\n'
+    )
+    write_cases(project, HEADS + accept)
+    run_consistency(project).assert_outcomes(passed=1)
+
+
+@needs_dynamo
+def test_an_input_dynamo_drops_because_forward_never_reads_it_is_no_disagreement(
+    project: pytest.Pytester,
+) -> None:
+    write_cases(
+        project,
+        """
+        cases:
+          unread:
+            description: forward never reads its second input
+            model: {target: models.py:UnreadInput}
+            inputs: {args: [{shape: [2, 4]}, {shape: [3]}]}
+            captures: [export, dynamo]
+        """,
+    )
+    run_consistency(project).assert_outcomes(passed=1)
