@@ -52,6 +52,10 @@ class CallCounts:
 
     calls: dict[str, int] | None
     unavailable: str | None = None
+    # FQNs of modules every call of which returned one of its inputs, the object
+    # itself: a no-op in this mode (Dropout, StochasticDepth, Identity in eval),
+    # which export records no call of.
+    passthrough: frozenset[str] = frozenset()
 
 
 class Subject:
@@ -241,10 +245,14 @@ class Subject:
         model = self.model_copy()
         args, kwargs = self.inputs_copy()
         objects_called: Counter[int] = Counter()
-        handles = [
-            module.register_forward_hook(lambda mod, _args, _out: objects_called.update([id(mod)]))
-            for module in model.modules()
-        ]
+        returned_input: Counter[int] = Counter()
+
+        def count(module: torch.nn.Module, inputs: tuple[Any, ...], output: Any) -> None:
+            objects_called[id(module)] += 1
+            if any(output is value for value in inputs):
+                returned_input[id(module)] += 1
+
+        handles = [module.register_forward_hook(count) for module in model.modules()]
         try:
             with seeded(self.case.seed), torch.enable_grad():
                 model(*args, **kwargs)
@@ -254,12 +262,14 @@ class Subject:
         finally:
             for handle in handles:
                 handle.remove()
+        named = [(n, m) for n, m in model.named_modules(remove_duplicate=False) if n]
         return CallCounts(
-            {
-                name: objects_called[id(module)]
-                for name, module in model.named_modules(remove_duplicate=False)
-                if name
-            }
+            {name: objects_called[id(module)] for name, module in named},
+            passthrough=frozenset(
+                name
+                for name, module in named
+                if 0 < objects_called[id(module)] == returned_input[id(module)]
+            ),
         )
 
     @cached_property

@@ -124,6 +124,25 @@ class UnusedParameter(nn.Module):
         return self.lin(x)
 
 
+class StochasticDepth(nn.Module):
+    """As torchvision's: returns its input object unchanged outside training, no op at all."""
+
+    def forward(self, x):
+        if not self.training:
+            return x
+        return x * (torch.rand(x.shape[0], 1) > 0.1)
+
+
+class DepthBlocks(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.drop_path = StochasticDepth()
+
+    def forward(self, x):
+        return self.drop_path(self.lin(x)) + x
+
+
 class UnusedHeads(nn.Module):
     """Two auxiliary heads forward never calls (as googlenet's aux heads in eval)."""
 

@@ -26,7 +26,7 @@ from pytest_exportcheck.capture.record import CaptureRecord
 from pytest_exportcheck.checks.listdiff import partition_differences, side_by_side
 from pytest_exportcheck.checks.steps import fp64_output
 from pytest_exportcheck.compare import EXACT, Tolerance, compare_trees
-from pytest_exportcheck.failures import ExportCheckWarning, describe_exception
+from pytest_exportcheck.failures import ExportCheckWarning, Note, describe_exception
 from pytest_exportcheck.runs import run_steps
 from pytest_exportcheck.spec import Case
 
@@ -141,12 +141,24 @@ def _call_counts(record: ProgramRecord, unflat: torch.nn.Module) -> list[str]:
         # (the lost sharing is reported on its own).
         copies = {id(unflat_mods[n]) for n in group if n in unflat_mods}
         nodes = sum(nodes_per_object[c] for c in copies)
-        if nodes != calls:
-            label = " / ".join(repr(n) for n in group)
+        if nodes == calls:
+            continue
+        label = " / ".join(repr(n) for n in group)
+        if nodes < calls and name in counted.passthrough:
+            # The program is right: a call that returns its input computes nothing to record.
+            kind = type(record.subject.pristine_model.get_submodule(name)).__name__
             findings.append(
-                f"{label}: eager called it {calls} time(s), the unflattened graph has "
-                f"{nodes} call_module node(s)"
+                Note(
+                    f"{label} ({kind}) is a no-op in this mode: eager's {calls} call(s) "
+                    f"returned the input unchanged, so export records {nodes} call_module "
+                    "node(s) for it; not compared"
+                )
             )
+            continue
+        findings.append(
+            f"{label}: eager called it {calls} time(s), the unflattened graph has "
+            f"{nodes} call_module node(s)"
+        )
     return findings
 
 

@@ -160,3 +160,45 @@ def test_unflatten_that_raises_is_reported(project: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(
         ["*torch.export.unflatten raised: RuntimeError: unflatten exploded"]
     )
+
+
+def test_a_module_that_is_a_no_op_in_this_mode_is_a_note_not_a_failure(
+    project: pytest.Pytester,
+) -> None:
+    write_cases(
+        project,
+        """
+        cases:
+          depth:
+            description: stochastic depth in eval returns its input
+            model: {target: models.py:DepthBlocks}
+            inputs: {args: [{shape: [2, 4]}]}
+            captures: [export]
+            checks: [hierarchy]
+        """,
+    )
+    project.runpytest("--exportcheck").assert_outcomes(passed=1)
+
+
+def test_the_no_op_note_shows_beside_a_real_finding(project: pytest.Pytester) -> None:
+    write_cases(
+        project,
+        """
+        cases:
+          depth:
+            description: stochastic depth in eval returns its input
+            model: {target: models.py:DepthBlocks}
+            inputs: {args: [{shape: [2, 4]}]}
+            captures: [export]
+            checks: [hierarchy]
+            expect: {modules: [lin]}
+        """,
+    )
+    result = project.runpytest("--exportcheck")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*'drop_path' (StochasticDepth) is a no-op in this mode: eager's 1 call(s) returned "
+            "the input unchanged, so export records 0 call_module node(s) for it; not compared"
+        ]
+    )
