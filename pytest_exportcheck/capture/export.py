@@ -9,6 +9,7 @@ The graph signature names every lifted input; the program holds the tensors::
 
 from __future__ import annotations
 
+import io
 import time
 from functools import cached_property
 from typing import Any
@@ -58,8 +59,13 @@ def capture_export(subject: Subject, capture: str, *, strict: bool) -> ProgramRe
     )
 
 
+class SerializationError(Exception):
+    """``torch.export.save`` or ``torch.export.load`` raised: the program cannot ship."""
+
+
 class ProgramRecord(CaptureRecord):
-    """An ``ExportedProgram``: runs as ``ep.module()``, ``unflatten(ep)`` and decomposed.
+    """An ``ExportedProgram``: runs as ``ep.module()``, ``unflatten(ep)``, decomposed, and
+    saved and loaded again (``torch.export.save`` / ``load``).
 
     ``program`` is the capture's own copy: never run it (its state would drift);
     the ``fresh_*`` methods give runnable copies that share nothing with it.
@@ -95,6 +101,28 @@ class ProgramRecord(CaptureRecord):
         """``ep.run_decompositions().module()``, as it was when first made."""
         return self._module("decomposed", lambda: private_copy(self.decomposed).module())
 
+    def fresh_loaded(self) -> torch.nn.Module:
+        """``torch.export.load(<torch.export.save(ep)>).module()``: the program users ship,
+        which PyTorch's own export tests run every export through."""
+        return self._module("loaded", self._saved_and_loaded)
+
+    def _saved_and_loaded(self) -> torch.nn.Module:
+        buffer = io.BytesIO()
+        try:
+            with quiet_torch_internals():
+                torch.export.save(private_copy(self.program), buffer)
+        except Exception as exc:
+            message = describe_exception(exc, context="torch.export.save raised")
+            raise SerializationError(message) from exc
+        buffer.seek(0)
+        try:
+            with quiet_torch_internals():
+                loaded = torch.export.load(buffer)
+        except Exception as exc:
+            message = describe_exception(exc, context="torch.export.load raised")
+            raise SerializationError(message) from exc
+        return loaded.module()
+
     def _module(self, key: str, make: Any) -> torch.nn.Module:
         def pair() -> tuple[torch.nn.Module, torch.nn.Module]:
             module = make()
@@ -108,6 +136,7 @@ class ProgramRecord(CaptureRecord):
             Runnable("ep.module()", lambda: _pair(self.fresh_module())),
             Runnable("unflatten(ep)", lambda: _pair(self.fresh_unflattened())),
             Runnable("decomposed", lambda: _pair(self.fresh_decomposed_module()), stateful=False),
+            Runnable("saved and loaded", lambda: _pair(self.fresh_loaded())),
         ]
 
     @cached_property

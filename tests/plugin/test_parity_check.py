@@ -187,3 +187,49 @@ def test_an_output_node_without_key_paths_is_compared_leaf_by_leaf(
     result.assert_outcomes(**outcome)
     if shift:
         result.stdout.fnmatch_lines(["*output.leaf[[]0[]]: * elements outside tolerance*"])
+
+
+def test_the_saved_and_loaded_program_is_compared_too(project: pytest.Pytester) -> None:
+    write_cases(project, MLP_CASE)
+    inject(
+        project,
+        """
+        make = record.fresh_loaded
+        def drifted():
+            module = make()
+            module.register_forward_hook(lambda m, a, out: out * 1.5)
+            return module
+        record.fresh_loaded = drifted
+        """,
+    )
+    result = run_parity(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*- output: * elements outside tolerance*saved and loaded *"])
+
+
+def test_a_program_that_cannot_be_saved_is_a_finding_that_names_the_step(
+    project: pytest.Pytester,
+) -> None:
+    write_cases(project, MLP_CASE)
+    project.makeconftest(
+        """
+        import torch
+
+        def pytest_configure(config):
+            config.stash_save = torch.export.save
+            def refuse(*args, **kwargs):
+                raise RuntimeError("cannot serialize this constant")
+            torch.export.save = refuse
+
+        def pytest_unconfigure(config):
+            torch.export.save = config.stash_save
+        """
+    )
+    result = run_parity(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*- saved and loaded raised: SerializationError: torch.export.save raised: "
+            "RuntimeError: cannot serialize this constant*"
+        ]
+    )
