@@ -282,6 +282,14 @@ class CheckItem(pytest.Item):
         )
         if show_traceback and error.__cause__ is not None:
             text += "\n\n" + _full_traceback(error.__cause__)
+        printed = getattr(error, "printed", "")
+        if printed:
+            lines = len(printed.splitlines())
+            text += (
+                f"\n\ntorch printed to stderr while capturing ({lines} lines):\n{printed}"
+                if show_traceback
+                else f"\n(torch printed {lines} lines to stderr while capturing; -vv shows them)"
+            )
         if show_traceback and error.stage in ("signature", "hierarchy", "recorded"):
             text += self._graph_evidence(error.render())
         return FailureRepr(text, headline=error.headline)

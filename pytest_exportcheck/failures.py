@@ -72,6 +72,7 @@ class CaptureError(ExportCheckError):
     def __init__(self, message: str, kind: str = "other") -> None:
         super().__init__(message)
         self.kind = kind
+        self.printed = ""  # what torch printed to stderr while capturing (-vv shows it)
 
     @property
     def headline(self) -> str:

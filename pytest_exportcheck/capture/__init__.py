@@ -8,13 +8,17 @@ an existing record class fits, a ``CaptureRecord`` subclass), register it in
 
 from __future__ import annotations
 
+import contextlib
+import io
 import logging
 import os
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 
 from pytest_exportcheck.capture.record import CaptureRecord, Placeholder
+from pytest_exportcheck.failures import CaptureError
 from pytest_exportcheck.subject import Subject
 
 # torch's structured-trace logger emits DEBUG records on every export; under
@@ -79,7 +83,23 @@ __all__ = ["CAPTURES", "PATHS", "CaptureRecord", "Placeholder", "capture", "not_
 
 
 def capture(name: str, subject: Subject) -> CaptureRecord:
-    return CAPTURES[name](subject)
+    """One capture; what torch prints to stderr meanwhile goes with its outcome.
+
+    A failing export prints its partial graph to stderr (``print(e.partial_fx_graph,
+    file=sys.stderr)`` in ``torch.export``): thousands of lines for a detection
+    model, pasted into every report. On failure that text joins the error, after
+    the lines shown by default (``-vv`` and the reports have it); on success it is
+    written to stderr as torch meant.
+    """
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(printed):
+            record = CAPTURES[name](subject)
+    except CaptureError as exc:
+        exc.printed = printed.getvalue().strip()
+        raise
+    sys.stderr.write(printed.getvalue())
+    return record
 
 
 def not_applicable(capture_name: str, check: str) -> str | None:

@@ -221,3 +221,34 @@ def test_a_model_over_the_ini_limit_is_refused_before_it_is_allocated(
             "[[]8, 64[]] (512 elements, aten.empty.memory_format) is over the limit of 100*"
         ]
     )
+
+
+NOISY_CAPTURE = """
+cases:
+  noisy:
+    description: prints a graph dump to stderr while export fails
+    model: {target: models.py:PrintsThenBranches}
+    inputs: {args: [{shape: [2, 4]}]}
+    captures: [export]
+    checks: [signature, parity]
+"""
+
+
+def test_what_torch_prints_while_a_capture_fails_is_not_pasted_into_the_report(
+    project: pytest.Pytester,
+) -> None:
+    write_cases(project, NOISY_CAPTURE)
+    result = project.runpytest("--exportcheck")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        ["(torch printed * lines to stderr while capturing; -vv shows them)"]
+    )
+    result.stdout.no_fnmatch_line("*graph dump line*")
+
+
+def test_vv_shows_what_torch_printed(project: pytest.Pytester) -> None:
+    write_cases(project, NOISY_CAPTURE)
+    result = project.runpytest("--exportcheck", "-vv")
+    result.stdout.fnmatch_lines(
+        ["torch printed to stderr while capturing (* lines):", "graph dump line 0"]
+    )
