@@ -23,7 +23,11 @@ import torch
 
 from pytest_exportcheck.capture.export import ProgramRecord
 from pytest_exportcheck.capture.record import CaptureRecord
-from pytest_exportcheck.checks.listdiff import partition_differences, side_by_side
+from pytest_exportcheck.checks.listdiff import (
+    difference_counts,
+    partition_differences,
+    side_by_side,
+)
 from pytest_exportcheck.checks.steps import fp64_output
 from pytest_exportcheck.compare import EXACT, Tolerance, compare_trees
 from pytest_exportcheck.failures import ExportCheckWarning, Note, describe_exception
@@ -59,7 +63,8 @@ def _module_names(case: Case, eager: torch.nn.Module, unflat: torch.nn.Module) -
     if actual == expected:
         return []
     return [
-        f"module FQNs after unflatten differ from {source}:\n"
+        f"module FQNs after unflatten differ from {source} "
+        f"({difference_counts(expected, actual)}):\n"
         + side_by_side(expected, actual, names=("expected", "unflattened"))
     ]
 

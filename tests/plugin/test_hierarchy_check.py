@@ -61,7 +61,8 @@ def test_expected_modules_mismatch_shows_a_diff(project: pytest.Pytester) -> Non
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*module FQNs after unflatten differ from expect.modules (cases/main.yaml:6):",
+            "*module FQNs after unflatten differ from expect.modules (cases/main.yaml:6) "
+            "(1 missing; 2 matching):",
             "*  expected | unflattened",
             "*  fc1      | fc1",
             "*- act      |",
@@ -89,7 +90,8 @@ def test_missing_submodule_and_state(project: pytest.Pytester) -> None:
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*module FQNs after unflatten differ from the eager module tree:",
+            "*module FQNs after unflatten differ from the eager module tree (1 missing; 1 "
+            "matching):",
             "*- fc2      |",
             "*state_dict keys missing after unflatten: fc2.weight, fc2.bias",
         ]
