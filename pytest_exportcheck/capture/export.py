@@ -101,6 +101,19 @@ class ProgramRecord(CaptureRecord):
         """``ep.run_decompositions().module()``, as it was when first made."""
         return self._module("decomposed", lambda: private_copy(self.decomposed).module())
 
+    def unflattened_program(self, label: str) -> torch.nn.Module:
+        """The program a runnable labelled ``label`` runs, unflattened into the eager tree
+        (for ``localize.py``): the decomposed one, the saved-and-loaded one, or ``ep``."""
+        if label == "decomposed":
+            return torch.export.unflatten(private_copy(self.decomposed))
+        if label == "saved and loaded":
+            buffer = io.BytesIO()
+            with quiet_torch_internals():
+                torch.export.save(private_copy(self.program), buffer)
+                buffer.seek(0)
+                return torch.export.unflatten(torch.export.load(buffer))
+        return self.fresh_unflattened()
+
     def fresh_loaded(self) -> torch.nn.Module:
         """``torch.export.load(<torch.export.save(ep)>).module()``: the program users ship,
         which PyTorch's own export tests run every export through."""

@@ -36,14 +36,16 @@ class Call:
     output: Any
 
 
-def first_divergence(record: Any, tolerance: Tolerance) -> str:
-    """One line for the parity failure: the culprit, or why it cannot be told."""
-    make = getattr(record, "fresh_unflattened", None)
+def first_divergence(record: Any, tolerance: Tolerance, program: str = "unflatten(ep)") -> str:
+    """One line for the parity failure of ``program`` (a runnable's label): the culprit,
+    or why it cannot be told. The program that failed is the one walked: the decomposed
+    program's culprit is a decomposed op's module, not a module of ``ep``."""
+    make = getattr(record, "unflattened_program", None)
     if make is None:
         return f"not localized: {record.capture} has no module hierarchy to compare call by call"
     subject = record.subject
     try:
-        unflat = make()
+        unflat = make(program)
     except Exception as exc:
         return f"not localized: torch.export.unflatten raised {type(exc).__name__}"
     seed = subject.case.seed

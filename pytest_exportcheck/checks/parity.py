@@ -52,7 +52,7 @@ def check_parity(case: Case, record: CaptureRecord) -> list[str]:
     why = no_signal(eager_steps[0].output, tolerance)
     # Outputs that cannot tell a wrong program from a right one: the submodules must.
     findings: list[str] = signal_inside(record, tolerance, why) if why else []
-    diverged = False
+    diverged: list[str] = []  # labels of the programs whose outputs differ
     for runnable in record.runnables():
         label = runnable.label
         try:
@@ -67,13 +67,24 @@ def check_parity(case: Case, record: CaptureRecord) -> list[str]:
                 want.output, got.output, tolerance=tolerance, root=root,
                 names=("eager", label), reference=fp64_output(subject, index - 1, steps),
             )  # fmt: skip
-            diverged = diverged or bool(problems)
+            if problems and label not in diverged:
+                diverged.append(label)
             findings += problems
     if isinstance(record, JointRecord):
         findings += _gradients(case, record, tolerance)
-    if diverged:  # where: one more hooked run of eager and unflatten(ep), call by call
-        findings.append(Note(f"where: {first_divergence(record, tolerance)}"))
+    findings += _where(record, tolerance, diverged)
     return findings
+
+
+def _where(record: CaptureRecord, tolerance: Tolerance, diverged: list[str]) -> list[str]:
+    """Where each program that diverged starts to: one more hooked run of eager and that
+    program, unflattened, call by call. ``ep.module()`` runs the graph ``unflatten(ep)``
+    does; one line when every program diverges at the same place."""
+    programs = list(dict.fromkeys("unflatten(ep)" if p == "ep.module()" else p for p in diverged))
+    where = {p: first_divergence(record, tolerance, program=p) for p in programs}
+    if len(set(where.values())) <= 1:
+        return [Note(f"where: {text}") for text in list(where.values())[:1]]
+    return [Note(f"where ({program}): {text}") for program, text in where.items()]
 
 
 def _gradients(case: Case, record: JointRecord, tolerance: Tolerance) -> list[str]:

@@ -149,8 +149,12 @@ class Out:
         self.y = y
 
 
-# As transformers registers ModelOutput: no flatten_with_keys_fn, so no key paths.
-pytree.register_pytree_node(Out, lambda o: ([o.y], None), lambda leaves, _: Out(leaves[0]))
+# As transformers registers ModelOutput: no flatten_with_keys_fn, so no key paths (and a
+# serialized_type_name, without which torch.export.save refuses the program).
+pytree.register_pytree_node(
+    Out, lambda o: ([o.y], None), lambda leaves, _: Out(leaves[0]),
+    serialized_type_name="keyless.Out",
+)
 
 
 class ReturnsOut(torch.nn.Module):
@@ -187,6 +191,30 @@ def test_an_output_node_without_key_paths_is_compared_leaf_by_leaf(
     result.assert_outcomes(**outcome)
     if shift:
         result.stdout.fnmatch_lines(["*output.leaf[[]0[]]: * elements outside tolerance*"])
+
+
+def test_an_output_node_torch_export_save_cannot_name_is_a_finding(
+    project: pytest.Pytester,
+) -> None:
+    (project.path / "cases" / "keyless.py").write_text(
+        KEYLESS_OUTPUT.replace('    serialized_type_name="keyless.Out",\n', "")
+    )
+    write_cases(
+        project,
+        """
+        cases:
+          keyless:
+            description: an output container registered without serialized_type_name
+            model: {target: keyless.py:ReturnsOut}
+            inputs: {args: [{shape: [3, 2]}]}
+            checks: [parity]
+        """,
+    )
+    result = project.runpytest("--exportcheck")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["[[]parity[]] saved and loaded raised: SerializationError: torch.export.save raised: *"]
+    )
 
 
 def test_the_saved_and_loaded_program_is_compared_too(project: pytest.Pytester) -> None:
