@@ -47,7 +47,7 @@ NOT_FROM_PYTHON = {
 }
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
-Outcome = Literal["passed", "failed", "skipped"]
+Outcome = Literal["passed", "failed", "skipped", "xfailed"]
 
 
 class InvalidCase(SpecError, ValueError):
@@ -97,8 +97,12 @@ class Report:
         return self.names("skipped")
 
     @property
+    def xfailed(self) -> list[str]:
+        return self.names("xfailed")
+
+    @property
     def ran(self) -> list[str]:
-        """Items that ran (passed or failed): empty means nothing was checked at all."""
+        """Items that ran (passed, failed or xfailed): empty means nothing was checked."""
         return [item.name for item in self.items if item.outcome != "skipped"]
 
     def __getitem__(self, name: str) -> ItemResult:
@@ -145,6 +149,7 @@ def check_model(
     loss_output: int | None = None,
     name: str | None = None,
     timeout: float | None = None,
+    xfail: Mapping[str, Any] | Iterable[Mapping[str, Any]] | None = None,
 ) -> Report:
     """Capture ``model`` and run every applicable check, as a YAML case with these keys would.
 
@@ -153,13 +158,16 @@ def check_model(
     unchanged afterwards. ``checks`` defaults to every check but ``recorded``;
     ``expect`` is the YAML ``expect:`` mapping; ``devices`` takes what
     ``--exportcheck-devices`` takes (``all`` and bare kinds expand to what
-    torch sees). Returns the :class:`Report`; raises :class:`ExportCheckFailed`
+    torch sees); ``xfail`` is the YAML ``xfail:`` (a mapping or a list of them,
+    ``{"reason": ..., "checks": ["parity"], "stage": "parity", "match": "..."}``):
+    an item it covers that fails as expected is ``xfailed``, one that passes
+    fails (strict, as in YAML). Returns the :class:`Report`; raises :class:`ExportCheckFailed`
     if any item failed and :class:`InvalidCase` if the arguments are invalid.
     """
     __tracebackhide__ = True
     return _check(
         model, args, kwargs, captures=captures, checks=checks, expect=expect, devices=devices,
-        seed=seed, loss_output=loss_output, name=name, timeout=timeout,
+        seed=seed, loss_output=loss_output, name=name, timeout=timeout, xfail=xfail,
         timeout_source="the timeout argument",
     )  # fmt: skip
 
@@ -245,6 +253,7 @@ def make_case(
     loss_output: int | None = None,
     name: str | None = None,
     timeout: float | None = None,
+    xfail: Mapping[str, Any] | Iterable[Mapping[str, Any]] | None = None,
 ) -> tuple[Case, list[str]]:
     """The validated :class:`Case` a YAML file with these keys would give, and the devices.
 
@@ -265,7 +274,10 @@ def make_case(
         "seed": seed,
         "captures": _names(captures),
     }
-    optional = {"checks": checks, "expect": expect, "loss_output": loss_output, "timeout": timeout}
+    optional = {
+        "checks": checks, "expect": expect, "loss_output": loss_output, "timeout": timeout,
+        "xfail": xfail if xfail is None or isinstance(xfail, Mapping) else list(xfail),
+    }  # fmt: skip
     raw.update({key: _plain(value) for key, value in optional.items() if value is not None})
     if isinstance(raw.get("checks"), str):
         raw["checks"] = [raw["checks"]]

@@ -21,6 +21,7 @@ from pytest_exportcheck.collect import consistency_name, failure_text, item_name
 from pytest_exportcheck.compare import tracking_errors
 from pytest_exportcheck.devices import free_memory, is_accelerator
 from pytest_exportcheck.failures import (
+    CaptureError,
     CaseError,
     CheckFailure,
     ExportCheckError,
@@ -37,6 +38,7 @@ from pytest_exportcheck.item_run import (
     record_for,
     skip_reason,
     timeout_message,
+    unless_expected,
 )
 from pytest_exportcheck.spec import Case
 from pytest_exportcheck.stages import StageTimeout, stage, time_limit
@@ -161,13 +163,23 @@ class GivenRun:
                 raise CheckFailure(check, findings)
         except NotRunnable as skip:
             return result("skipped", skip.reason)
-        except (ExportCheckError, StageTimeout) as error:
+        except ExportCheckError as error:
+            xfail = self.case.xfail_for(capture_name, check, device)
+            error = unless_expected(xfail, error, self.case)
+            if xfail is not None and isinstance(error, (CaptureError, CheckFailure)):
+                return result("xfailed", xfail.reason, error.headline)
+            return result("failed", self._render(error, capture_name, device), error.headline)
+        except StageTimeout as error:
             return result("failed", self._render(error, capture_name, device), error.headline)
         except Exception as exc:
             first = f"{type(exc).__name__}: {exc}".splitlines()[0]
             error = InternalError(f"{self.case.location}: unexpected {first}")
             error.__cause__ = exc
             return result("failed", self._render(error, capture_name, device), error.headline)
+        xfail = self.case.xfail_for(capture_name, check, device)
+        if xfail is not None and xfail.strict:
+            headline = f"[XPASS(strict)] {xfail.reason}"
+            return result("failed", f"{headline}\n{self.case.location}: {name} passed", headline)
         return result("passed")
 
     def capture_for(self, name: str, device: str, capture_name: str) -> CaptureRecord:

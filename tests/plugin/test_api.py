@@ -174,3 +174,52 @@ def test_the_fixture_works_under_xdist(project: pytest.Pytester) -> None:
     result = project.runpytest(test_file, "-n", "2", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*after step 2/3: output: 8 / 8 elements outside tolerance*"])
+
+
+def test_an_xfail_absorbs_the_failure_it_names(project: pytest.Pytester) -> None:
+    write_test(
+        project,
+        """
+        def test_counter(exportcheck):
+            report = exportcheck(
+                model("PythonCounter"), args=(torch.randn(2, 4),), checks=["mutation"],
+                xfail={"reason": "python-side state is baked into the graph",
+                       "stage": "mutation", "match": "outside tolerance"},
+            )
+            assert report.xfailed == ["mutation[export-cpu]"]
+            assert report["mutation[export-cpu]"].message == (
+                "python-side state is baked into the graph"
+            )
+        """,
+    )
+    project.runpytest("-p", "no:randomly").assert_outcomes(passed=1)
+
+
+def test_an_xfail_does_not_absorb_another_failure(project: pytest.Pytester) -> None:
+    write_test(
+        project,
+        """
+        def test_counter(exportcheck):
+            exportcheck(
+                model("PythonCounter"), args=(torch.randn(2, 4),), checks=["mutation"],
+                xfail={"reason": "a capture problem", "stage": "capture"},
+            )
+        """,
+    )
+    result = project.runpytest("-p", "no:randomly")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*expected xfail (stage capture)*, got: [[]mutation[]] *"])
+
+
+def test_an_xfail_that_passes_fails_the_call(project: pytest.Pytester) -> None:
+    write_test(
+        project,
+        """
+        def test_mlp(exportcheck):
+            exportcheck(model("Mlp"), args=(torch.randn(2, 4),), checks=["parity"],
+                        xfail={"reason": "stale"})
+        """,
+    )
+    result = project.runpytest("-p", "no:randomly")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*[[]XPASS(strict)[]] stale*"])
