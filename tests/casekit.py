@@ -157,6 +157,24 @@ class PrintsThenBranches(nn.Module):
         return x - 1
 
 
+class ScaledLinear(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x, scale=1.0):
+        return self.lin(x) * scale
+
+
+class KeywordChild(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = ScaledLinear()
+
+    def forward(self, x):
+        return self.inner(x, scale=2.0)
+
+
 class UnusedHeads(nn.Module):
     """Two auxiliary heads forward never calls (as googlenet's aux heads in eval)."""
 

@@ -11,7 +11,9 @@ Verified: unflatten succeeds; ``named_modules(remove_duplicate=False)`` FQNs equ
 eager's in order (or ``expect.modules``); modules shared in eager are shared in
 the result and no others; ``state_dict`` keys and values equal eager's;
 non-persistent buffers stay buffers; each submodule has as many ``call_module``
-nodes as eager made forward calls to it; the module reproduces eager outputs.
+nodes as eager made forward calls to it; the module reproduces eager outputs;
+and every submodule, run alone on the inputs eager gave it, returns what eager's
+returned (``submodules.py``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from pytest_exportcheck.checks.listdiff import (
     side_by_side,
 )
 from pytest_exportcheck.checks.steps import fp64_output
+from pytest_exportcheck.checks.submodules import check_submodules_alone
 from pytest_exportcheck.compare import EXACT, Tolerance, compare_trees
 from pytest_exportcheck.failures import ExportCheckWarning, Note, describe_exception
 from pytest_exportcheck.runs import run_steps
@@ -49,6 +52,7 @@ def check_hierarchy(case: Case, record: CaptureRecord) -> list[str]:
     findings += _state(eager, unflat)
     findings += _call_counts(record, unflat)
     findings += _outputs(case, record, unflat)
+    findings += check_submodules_alone(case, record)
     return findings
 
 

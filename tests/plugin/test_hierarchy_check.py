@@ -204,3 +204,41 @@ def test_the_no_op_note_shows_beside_a_real_finding(project: pytest.Pytester) ->
             "the input unchanged, so export records 0 call_module node(s) for it; not compared"
         ]
     )
+
+
+def test_a_submodule_wrong_when_run_alone_is_named(project: pytest.Pytester) -> None:
+    write_cases(project, MLP_CASE)
+    break_unflatten(
+        project,
+        """if not getattr(u, "broken_once", False):
+                u.fc1.register_forward_hook(lambda m, a, out: out + 1.0)
+                u.broken_once = True""",
+    )
+    result = run_hierarchy(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*- fc1 (Linear) run alone on eager's inputs differs: fc1 output leaves[[]0[]]: "
+            "* elements outside tolerance*"
+        ]
+    )
+
+
+def test_a_submodule_called_with_keywords_is_a_note_not_a_pass(project: pytest.Pytester) -> None:
+    write_cases(
+        project,
+        """
+        cases:
+          kw:
+            description: a child called with a keyword argument
+            model: {target: models.py:KeywordChild}
+            inputs: {args: [{shape: [2, 4]}]}
+            captures: [export]
+            checks: [hierarchy]
+            expect: {modules: [inner]}
+        """,
+    )
+    result = run_hierarchy(project)
+    result.stdout.fnmatch_lines(
+        ["*inner not run alone: eager called it with keyword arguments (scale)"]
+    )
