@@ -52,7 +52,11 @@ def check_submodules_alone(case: Any, record: Any) -> list[str]:
     findings: list[str] = []
     cannot: dict[str, str] = {}
     for call in calls:
-        unflat = record.fresh_unflattened()  # reset to its first state for every call
+        try:
+            unflat = record.fresh_unflattened()  # reset to its first state for every call
+        except Exception as exc:  # the check's own unflatten finding says why
+            findings.append(Note(f"submodules not run alone: unflatten raised {exc!r}"))
+            break
         target, alias = _target(unflat, call)
         label = f"{call.fqn}" + (f" (call {call.index + 1}, run as {alias!r})" if alias else "")
         if target is None:
