@@ -20,7 +20,8 @@ a child of several tensor inputs orders them its own way (hf_bert's
 are replayed and the others are notes. A child that cannot be called with
 eager's arguments — its graph takes a symbolic size or a lifted buffer as an
 extra argument, it was called with keyword arguments, or only inside a
-``torch.cond`` branch — is a note naming why, not a failure, and not a pass.
+``torch.cond`` branch — is a note naming why (printed with the item's
+failures), not a finding.
 """
 
 from __future__ import annotations
