@@ -261,7 +261,12 @@ class CheckItem(pytest.Item):
         return self.config.pluginmanager.get_plugin("exportcheck-session")
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
-        from pytest_exportcheck.failures import ExportCheckError
+        from pytest_exportcheck.failures import (
+            ExportCheckError,
+            failure_text,
+            full_traceback,
+            printed_while_capturing,
+        )
         from pytest_exportcheck.stages import StageTimeout
 
         error = excinfo.value
@@ -281,15 +286,8 @@ class CheckItem(pytest.Item):
             or self.config.getoption("exportcheck_tb") == "long"
         )
         if show_traceback and error.__cause__ is not None:
-            text += "\n\n" + _full_traceback(error.__cause__)
-        printed = getattr(error, "printed", "")
-        if printed:
-            lines = len(printed.splitlines())
-            text += (
-                f"\n\ntorch printed to stderr while capturing ({lines} lines):\n{printed}"
-                if show_traceback
-                else f"\n(torch printed {lines} lines to stderr while capturing; -vv shows them)"
-            )
+            text += "\n\n" + full_traceback(error.__cause__)
+        text += printed_while_capturing(error, show=show_traceback)
         if show_traceback and error.stage in ("signature", "hierarchy", "recorded"):
             text += self._graph_evidence(error.render())
         return FailureRepr(text, headline=error.headline)
@@ -389,22 +387,3 @@ class FailureRepr(TerminalRepr):
     def toterminal(self, tw: TerminalWriter) -> None:
         for line in self.text.splitlines():
             tw.line(line)
-
-
-def failure_text(error: Any, where: str) -> str:
-    """Headline, where, then the rest of the message (its first line is the headline).
-
-    The headline comes first because under xdist the report reaches the
-    controller as text, and summaries read its first line.
-    """
-    body = error.render()
-    first, _, rest = body.partition("\n")
-    if first == error.headline:
-        body = rest
-    return "\n".join(part for part in (error.headline, where, body) if part)
-
-
-def _full_traceback(exc: BaseException) -> str:
-    import traceback
-
-    return "".join(traceback.format_exception(exc)).rstrip()

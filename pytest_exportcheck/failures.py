@@ -18,6 +18,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parent)
 _MESSAGE_LINES = 12
@@ -261,3 +262,32 @@ def _short(filename: str) -> str:
         return os.path.relpath(filename)
     except ValueError:
         return filename
+
+
+def failure_text(error: Any, where: str) -> str:
+    """Headline, where, then the rest of the message (its first line is the headline).
+
+    The headline comes first because under xdist the report reaches the
+    controller as text, and summaries read its first line.
+    """
+    body = error.render()
+    first, _, rest = body.partition("\n")
+    if first == error.headline:
+        body = rest
+    return "\n".join(part for part in (error.headline, where, body) if part)
+
+
+def full_traceback(exc: BaseException) -> str:
+    return "".join(traceback.format_exception(exc)).rstrip()
+
+
+def printed_while_capturing(error: Any, *, show: bool) -> str:
+    """What torch printed to stderr while a failed capture ran: its text when ``show``
+    (-vv, --exportcheck-tb long), else its line count; empty when it printed nothing."""
+    printed = getattr(error, "printed", "")
+    if not printed:
+        return ""
+    lines = len(printed.splitlines())
+    if show:
+        return f"\n\ntorch printed to stderr while capturing ({lines} lines):\n{printed}"
+    return f"\n(torch printed {lines} lines to stderr while capturing; -vv shows them)"

@@ -11,13 +11,12 @@ collected as :class:`ItemResult` values instead of pytest reports.
 from __future__ import annotations
 
 import time
-import traceback
 
 import torch
 
 from pytest_exportcheck.api import ItemResult, Outcome
 from pytest_exportcheck.capture import CaptureRecord, capture
-from pytest_exportcheck.collect import consistency_name, failure_text, item_name
+from pytest_exportcheck.collect import consistency_name, item_name
 from pytest_exportcheck.compare import tracking_errors
 from pytest_exportcheck.devices import free_memory, is_accelerator
 from pytest_exportcheck.failures import (
@@ -27,6 +26,8 @@ from pytest_exportcheck.failures import (
     ExportCheckError,
     InternalError,
     Note,
+    failure_text,
+    full_traceback,
 )
 from pytest_exportcheck.isolation import clone_tree, private_copy, seeded, to_device
 from pytest_exportcheck.item_run import (
@@ -230,5 +231,5 @@ class GivenRun:
         where = f"{self.case.location}: case {self.case.name}, {capture_name} on {device}"
         text = failure_text(error, where)
         if error.stage == "internal" and error.__cause__ is not None:  # a bug: its traceback too
-            text += "\n\n" + "".join(traceback.format_exception(error.__cause__)).rstrip()
+            text += "\n\n" + full_traceback(error.__cause__)
         return text

@@ -164,38 +164,28 @@ def test_unflatten_that_raises_is_reported(project: pytest.Pytester) -> None:
     )
 
 
+def hierarchy_of(target: str, name: str = "depth", expect: str = "") -> str:
+    """A case running only the hierarchy check of ``models.py:<target>`` under export."""
+    return f"""
+cases:
+  {name}:
+    description: {target} under the hierarchy check
+    model: {{target: models.py:{target}}}
+    inputs: {{args: [{{shape: [2, 4]}}]}}
+    captures: [export]
+    checks: [hierarchy]
+{expect}"""
+
+
 def test_a_module_that_is_a_no_op_in_this_mode_is_a_note_not_a_failure(
     project: pytest.Pytester,
 ) -> None:
-    write_cases(
-        project,
-        """
-        cases:
-          depth:
-            description: stochastic depth in eval returns its input
-            model: {target: models.py:DepthBlocks}
-            inputs: {args: [{shape: [2, 4]}]}
-            captures: [export]
-            checks: [hierarchy]
-        """,
-    )
+    write_cases(project, hierarchy_of("DepthBlocks"))  # stochastic depth in eval
     project.runpytest("--exportcheck").assert_outcomes(passed=1)
 
 
 def test_the_no_op_note_shows_beside_a_real_finding(project: pytest.Pytester) -> None:
-    write_cases(
-        project,
-        """
-        cases:
-          depth:
-            description: stochastic depth in eval returns its input
-            model: {target: models.py:DepthBlocks}
-            inputs: {args: [{shape: [2, 4]}]}
-            captures: [export]
-            checks: [hierarchy]
-            expect: {modules: [lin]}
-        """,
-    )
+    write_cases(project, hierarchy_of("DepthBlocks", expect="    expect: {modules: [lin]}\n"))
     result = project.runpytest("--exportcheck")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
@@ -226,17 +216,7 @@ def test_a_submodule_wrong_when_run_alone_is_named(project: pytest.Pytester) -> 
 
 def test_a_submodule_called_with_keywords_is_a_note_not_a_pass(project: pytest.Pytester) -> None:
     write_cases(
-        project,
-        """
-        cases:
-          kw:
-            description: a child called with a keyword argument
-            model: {target: models.py:KeywordChild}
-            inputs: {args: [{shape: [2, 4]}]}
-            captures: [export]
-            checks: [hierarchy]
-            expect: {modules: [inner]}
-        """,
+        project, hierarchy_of("KeywordChild", "kw", expect="    expect: {modules: [inner]}\n")
     )
     result = run_hierarchy(project)
     result.stdout.fnmatch_lines(
