@@ -1,6 +1,6 @@
 """``python -m pytest_exportcheck``: the command-line tools beside the pytest plugin.
 
-``new`` writes a starter case (``scaffold.py``); ``versions`` prints what
+``new`` writes a starter case (``scaffold/``); ``versions`` prints what
 changes between the torch minors recorded next to the cases
 (``reports/versions.py``, the README's table). Kept separate from the plugin
 so that ``--help`` imports neither pytest's plugin machinery nor torch.

@@ -155,7 +155,7 @@ class CheckItem(pytest.Item):
         return keys
 
     def runtest(self) -> None:
-        from pytest_exportcheck.compare import tracking_errors
+        from pytest_exportcheck.compare_values import tracking_errors
         from pytest_exportcheck.failures import CheckFailure, ExportCheckError, InternalError, Note
         from pytest_exportcheck.isolation import seeded
         from pytest_exportcheck.item_run import NotRunnable, skip_reason

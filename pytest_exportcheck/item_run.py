@@ -1,7 +1,7 @@
 """How one item runs, with or without pytest: why it is skipped, and the check it makes.
 
 Two callers run items: the YAML items (``collect.py``, with the session's
-caches shared across a whole run) and the Python API (``given.py``, with
+caches shared across a whole run) and the Python API (``api/given.py``, with
 caches for one call). Both ask the same questions in the same order through
 this module, so a model checked either way is skipped, gated and reported in
 the same words. What differs is only where subjects and captures come from: a

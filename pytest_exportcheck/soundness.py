@@ -21,28 +21,31 @@ stage with what was seen. ``expect.parity.allow_nonfinite`` and
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
-from pytest_exportcheck.compare import (
+from pytest_exportcheck.compare_values import (
     Tolerance,
     compare_trees,
     flatten_with_paths,
     tracking_errors,
 )
 from pytest_exportcheck.failures import EagerError
-from pytest_exportcheck.isolation import seeded
+from pytest_exportcheck.spec import Case
 
-if TYPE_CHECKING:
-    from pytest_exportcheck.subject import Subject
+#: One eager call on fresh copies of the model and inputs under the given seed.
+SeededCall = Callable[[int], Any]
 
 
-def unsound_eager(subject: Subject) -> EagerError | None:
-    """Why eager cannot be the reference for value checks; None when it can."""
-    case = subject.case
+def unsound_eager(case: Case, device: str, first: Any, call: SeededCall) -> EagerError | None:
+    """Why eager cannot be the reference for value checks; None when it can.
+
+    ``first`` is the eager output every check starts from (the call under the
+    case's seed); ``call`` makes another such call under a seed of its choosing.
+    """
     parity = case.expect.parity
-    first = subject.eager.output  # the call under the case's seed every check starts from
     if not parity.allow_nonfinite:
         found = nonfinite_outputs(first)
         if found:
@@ -52,13 +55,13 @@ def unsound_eager(subject: Subject) -> EagerError | None:
                 "its inputs, or set `expect.parity.allow_nonfinite: true` if these values "
                 "are the intended output"
             )
-    if subject.device == "meta":
+    if device == "meta":
         return None
     tolerance = Tolerance.of_case(case)
     with tracking_errors():  # these comparisons are not the item's max error
         again = compare_trees(
             first,
-            _call(subject, case.seed),
+            call(case.seed),
             tolerance=tolerance,
             names=("first call", "second call"),
         )
@@ -75,7 +78,7 @@ def unsound_eager(subject: Subject) -> EagerError | None:
         other_seed = case.seed + 1
         reseeded = compare_trees(
             first,
-            _call(subject, other_seed),
+            call(other_seed),
             tolerance=tolerance,
             names=(f"seed {case.seed}", f"seed {other_seed}"),
         )
@@ -109,14 +112,6 @@ def nonfinite_outputs(output: Any) -> list[str]:
             )
             found.append(f"output{path}: {counts} of {values.numel()} elements")
     return found
-
-
-def _call(subject: Subject, seed: int) -> Any:
-    """One eager call on fresh copies under ``seed``, as ``Subject.eager`` makes it."""
-    model = subject.model_copy()
-    args, kwargs = subject.inputs_copy()
-    with seeded(seed), torch.enable_grad():
-        return model(*args, **kwargs)
 
 
 def _first(findings: list[str]) -> str:

@@ -26,6 +26,7 @@ from pytest_exportcheck.isolation import (
 )
 from pytest_exportcheck.portability import first_device_mix, move_strays, stray_tensors
 from pytest_exportcheck.runs import Step, run_steps
+from pytest_exportcheck.soundness import unsound_eager
 from pytest_exportcheck.spec import Case
 from pytest_exportcheck.spec.semantics import MAX_TENSOR_ELEMENTS
 
@@ -195,9 +196,14 @@ class Subject:
 
         Two more eager calls, so only value checks ask (see ``soundness.py``).
         """
-        from pytest_exportcheck.soundness import unsound_eager
+        return unsound_eager(self.case, self.device, self.eager.output, self._seeded_eager_call)
 
-        return unsound_eager(self)
+    def _seeded_eager_call(self, seed: int) -> Any:
+        """One eager call on fresh copies under ``seed``, as ``eager`` makes it."""
+        model = self.model_copy()
+        args, kwargs = self.inputs_copy()
+        with seeded(seed), torch.enable_grad():
+            return model(*args, **kwargs)
 
     def eager_steps(self, steps: int) -> list[Step]:
         """Eager over ``steps`` seeded calls from a fresh copy, shared by every check and capture.

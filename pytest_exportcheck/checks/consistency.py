@@ -27,7 +27,7 @@ import torch
 from pytest_exportcheck.capture.record import STATE_KINDS, CaptureRecord, DecompositionError
 from pytest_exportcheck.checks.differences import classify, unread_state
 from pytest_exportcheck.checks.signature import is_traced_constant
-from pytest_exportcheck.compare import Tolerance, compare_trees
+from pytest_exportcheck.compare_values import Tolerance, compare_trees
 from pytest_exportcheck.failures import ExportCheckWarning, describe_exception
 from pytest_exportcheck.runs import run_steps
 from pytest_exportcheck.spec import Case

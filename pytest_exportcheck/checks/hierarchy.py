@@ -32,7 +32,7 @@ from pytest_exportcheck.checks.listdiff import (
 )
 from pytest_exportcheck.checks.steps import fp64_output
 from pytest_exportcheck.checks.submodules import check_submodules_alone
-from pytest_exportcheck.compare import EXACT, Tolerance, compare_trees
+from pytest_exportcheck.compare_values import EXACT, Tolerance, compare_trees
 from pytest_exportcheck.failures import ExportCheckWarning, Note, describe_exception
 from pytest_exportcheck.runs import run_steps
 from pytest_exportcheck.spec import Case

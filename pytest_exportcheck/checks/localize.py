@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
-from pytest_exportcheck.compare import Tolerance, compare_trees
+from pytest_exportcheck.compare_values import Tolerance, compare_trees
 from pytest_exportcheck.isolation import clone_tree, seed_everything
 
 

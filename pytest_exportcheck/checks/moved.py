@@ -11,7 +11,7 @@ from __future__ import annotations
 from pytest_exportcheck.capture.export import ProgramRecord
 from pytest_exportcheck.capture.record import CaptureRecord
 from pytest_exportcheck.checks.steps import compare_step, lifted_state
-from pytest_exportcheck.compare import Tolerance
+from pytest_exportcheck.compare_values import Tolerance
 from pytest_exportcheck.failures import describe_exception
 from pytest_exportcheck.runs import run_steps
 from pytest_exportcheck.spec import Case

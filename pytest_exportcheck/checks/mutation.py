@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from pytest_exportcheck.capture.record import CaptureRecord, DecompositionError, Mutations
 from pytest_exportcheck.checks.steps import compare_step, lifted_state
-from pytest_exportcheck.compare import Tolerance
+from pytest_exportcheck.compare_values import Tolerance
 from pytest_exportcheck.failures import describe_exception
 from pytest_exportcheck.runs import run_steps
 from pytest_exportcheck.spec import Case

@@ -33,7 +33,7 @@ from pytest_exportcheck.capture.record import CaptureRecord
 from pytest_exportcheck.checks.localize import first_divergence
 from pytest_exportcheck.checks.signal import no_signal, signal_inside
 from pytest_exportcheck.checks.steps import fp64_output
-from pytest_exportcheck.compare import Tolerance, compare_trees
+from pytest_exportcheck.compare_values import Tolerance, compare_trees
 from pytest_exportcheck.failures import Note, describe_exception
 from pytest_exportcheck.isolation import seed_everything
 from pytest_exportcheck.runs import run_steps

@@ -6,7 +6,7 @@ absolute tolerance — torchvision's mobilenet_v2 1e-13 to 3e-7 — or exactly 0
 against them, one that returns ``-out`` or ``1000 * out`` too. Two remedies:
 
 * a leaf whose every element is within atol of zero, but not all zero, is
-  compared at its own scale (``compare.py``: atol x max |eager|), where a
+  compared at its own scale (``compare_values.py``: atol x max |eager|), where a
   negated or scaled program fails;
 * a leaf that is *constant* — a single element that is 0, or elements all
   equal — cannot tell programs apart at any scale. When no leaf carries
@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from pytest_exportcheck.checks.localize import hooked_calls
-from pytest_exportcheck.compare import Tolerance, compare_trees, flatten_with_paths
+from pytest_exportcheck.compare_values import Tolerance, compare_trees, flatten_with_paths
 
 
 def no_signal(output: Any, tolerance: Tolerance) -> str | None:

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from pytest_exportcheck.capture.record import STATE_KINDS, CaptureRecord
-from pytest_exportcheck.compare import Tolerance, compare_trees
+from pytest_exportcheck.compare_values import Tolerance, compare_trees
 from pytest_exportcheck.runs import Step
 from pytest_exportcheck.subject import Subject
 

@@ -32,7 +32,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from pytest_exportcheck.checks.localize import Call, hooked_calls
-from pytest_exportcheck.compare import Tolerance, compare_trees
+from pytest_exportcheck.compare_values import Tolerance, compare_trees
 from pytest_exportcheck.failures import Note
 
 

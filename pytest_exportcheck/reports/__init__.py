@@ -9,7 +9,7 @@ need not have loaded.
 * ``matrix.py``    results → the case x capture x check matrix (terminal and Markdown);
 * ``json_report.py`` the JSON document, its atomic write, reading a baseline back;
 * ``markdown.py``  the Markdown rendering for CI job summaries;
-* ``compare.py``   this run against a baseline report;
+* ``compare_runs.py`` this run against a baseline report;
 * ``hooks.py``     the pytest plugin tying them together.
 """
 

@@ -17,8 +17,8 @@ import pytest
 
 from pytest_exportcheck.reports import json_report, markdown, nearest
 from pytest_exportcheck.reports import matrix as matrix_mod
-from pytest_exportcheck.reports.compare import Comparison, RunScope, compare
-from pytest_exportcheck.reports.compare import render as render_comparison
+from pytest_exportcheck.reports.compare_runs import Comparison, RunScope, compare
+from pytest_exportcheck.reports.compare_runs import render as render_comparison
 from pytest_exportcheck.reports.results import (
     FAILING,
     ItemResult,

@@ -13,7 +13,7 @@ from typing import Any
 
 from pytest_exportcheck.reports import matrix as matrix_mod
 from pytest_exportcheck.reports import nearest as nearest_mod
-from pytest_exportcheck.reports.compare import Comparison, arrow
+from pytest_exportcheck.reports.compare_runs import Comparison, arrow
 from pytest_exportcheck.reports.results import FAILING, NOT_APPLICABLE, OUTCOMES, describe_totals
 
 _MAX_LISTED = 100

@@ -18,7 +18,7 @@ A capture that raised is recorded as such (``{"capture": "[kind] Error"}``),
 so failures that come and go are rows too. A file without a section for one
 of the two minors (transformers cases recorded on one torch only) adds no
 row: nothing was compared. ``--exportcheck-compare`` between two runs' reports
-groups its changed observations with the same kinds (``reports/compare.py``).
+groups its changed observations with the same kinds (``reports/compare_runs.py``).
 Plain JSON in, no torch.
 """
 

@@ -200,7 +200,7 @@ def test_invalid_arguments_read_as_the_yaml_errors(options: dict, message: str) 
 def test_the_given_subject_sets_what_a_built_subject_sets() -> None:
     # Subject.__init__ is replaced, not extended: a field it gains must be set here too.
     from pytest_exportcheck.api import make_case
-    from pytest_exportcheck.given import GivenSubject
+    from pytest_exportcheck.api.given import GivenSubject
     from pytest_exportcheck.spec import ModelSpec
     from pytest_exportcheck.subject import Subject
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from pytest_exportcheck.reports import json_report
-from pytest_exportcheck.reports.compare import RunScope, compare, observation_diff, render
+from pytest_exportcheck.reports.compare_runs import RunScope, compare, observation_diff, render
 from pytest_exportcheck.reports.hooks import regression_exit
 from pytest_exportcheck.reports.matrix import build, check_letters, md_text, render_text
 from pytest_exportcheck.reports.results import (

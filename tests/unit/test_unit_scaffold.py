@@ -14,14 +14,9 @@ import pytest
 import yaml
 
 from pytest_exportcheck.__main__ import main
-from pytest_exportcheck.scaffold import (
-    ScaffoldError,
-    add_arguments,
-    case_mapping,
-    condense,
-    load_case,
-)
-from pytest_exportcheck.scaffold_inputs import (
+from pytest_exportcheck.scaffold.command import add_arguments, case_mapping, load_case
+from pytest_exportcheck.scaffold.errors import ScaffoldError, condense
+from pytest_exportcheck.scaffold.inputs import (
     DEFAULT_INTEGER_HIGH,
     InputSpecError,
     parse_input_spec,
@@ -29,7 +24,7 @@ from pytest_exportcheck.scaffold_inputs import (
     snake_case,
     target_reference,
 )
-from pytest_exportcheck.scaffold_yaml import (
+from pytest_exportcheck.scaffold.render import (
     CaptureObservation,
     Scaffold,
     _flow,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from pytest_exportcheck.compare import compare_trees
+from pytest_exportcheck.compare_values import compare_trees
 from pytest_exportcheck.tolerance import Override, Tolerance
 
 

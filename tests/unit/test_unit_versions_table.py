@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_exportcheck.__main__ import main
-from pytest_exportcheck.reports.compare import compare
+from pytest_exportcheck.reports.compare_runs import compare
 from pytest_exportcheck.reports.versions import read_all, recording_files, steps
 
 OLD = {
@@ -170,7 +170,7 @@ def test_the_readme_table_is_the_one_the_recordings_give() -> None:
 
 
 def test_compare_prints_the_kinds_above_the_items() -> None:
-    from pytest_exportcheck.reports.compare import render
+    from pytest_exportcheck.reports.compare_runs import render
 
     comparison = compare(_report("2.9.1", OLD), _report("2.10.0", NEW)["items"], source="b.json")
     lines = render(comparison, {"torch": "2.10.0"}, limit=None)

@@ -27,8 +27,8 @@ from pytest_exportcheck.failures import (
     ExportCheckError,
     describe_exception,
 )
-from pytest_exportcheck.scaffold import ScaffoldError
-from pytest_exportcheck.scaffold_yaml import CaptureObservation
+from pytest_exportcheck.scaffold.errors import ScaffoldError
+from pytest_exportcheck.scaffold.render import CaptureObservation
 from pytest_exportcheck.spec.case import Case
 from pytest_exportcheck.stages import StageTimeout, stage, time_limit
 from pytest_exportcheck.subject import Subject

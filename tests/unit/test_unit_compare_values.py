@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from pytest_exportcheck.compare import DEFAULT_TOLERANCES, EXACT, Tolerance, compare_trees
+from pytest_exportcheck.compare_values import DEFAULT_TOLERANCES, EXACT, Tolerance, compare_trees
 
 NAN = float("nan")
 INF = float("inf")

@@ -26,18 +26,15 @@ import functools
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from pytest_exportcheck.spec.errors import SpecError
+from pytest_exportcheck.api.results import ExportCheckFailed, InvalidCase, Report
 
 if TYPE_CHECKING:
     import torch
 
     from pytest_exportcheck.spec import Case
-
-__all__ = ["ExportCheckFailed", "InvalidCase", "ItemResult", "Report", "check_model"]
 
 # The schema requires a model target; a given model has none. Never resolved.
 GIVEN_MODEL_TARGET = "<python>:model"
@@ -45,95 +42,8 @@ GIVEN_MODEL_TARGET = "<python>:model"
 NOT_FROM_PYTHON = {
     "recorded": "it compares with <case file>.recorded.json, which only YAML cases have"
 }
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-
-Outcome = Literal["passed", "failed", "skipped", "xfailed"]
-
-
-class InvalidCase(SpecError, ValueError):
-    """The call's arguments do not make a valid case; located at the caller's line.
-
-    A :class:`SpecError` (the YAML loader's error, same wording) and a
-    ``ValueError`` (what a Python caller expects for a bad argument).
-    """
-
-
-@dataclass(frozen=True)
-class ItemResult:
-    """One (check, capture, device) of a call, named as the YAML item would be."""
-
-    name: str
-    check: str
-    capture: str
-    device: str
-    outcome: Outcome
-    # The skip reason, or the failure as the plugin's item prints it.
-    message: str = ""
-    headline: str = ""
-    seconds: float = 0.0
-    max_abs_err: float | None = None
-
-
-@dataclass(frozen=True)
-class Report:
-    """What a call ran: one :class:`ItemResult` per item, in the YAML collection order."""
-
-    case: Case
-    items: tuple[ItemResult, ...]
-
-    def names(self, outcome: Outcome) -> list[str]:
-        return [item.name for item in self.items if item.outcome == outcome]
-
-    @property
-    def passed(self) -> list[str]:
-        return self.names("passed")
-
-    @property
-    def failed(self) -> list[str]:
-        return self.names("failed")
-
-    @property
-    def skipped(self) -> list[str]:
-        return self.names("skipped")
-
-    @property
-    def xfailed(self) -> list[str]:
-        return self.names("xfailed")
-
-    @property
-    def ran(self) -> list[str]:
-        """Items that ran (passed, failed or xfailed): empty means nothing was checked."""
-        return [item.name for item in self.items if item.outcome != "skipped"]
-
-    def __getitem__(self, name: str) -> ItemResult:
-        for item in self.items:
-            if item.name == name:
-                return item
-        raise KeyError(f"no item {name!r}; items: {', '.join(i.name for i in self.items)}")
-
-    def __str__(self) -> str:
-        lines = [f"exportcheck {self.case.name} ({self.case.location}):"]
-        for item in self.items:
-            detail = item.headline or (item.message.splitlines() or [""])[0]
-            lines.append(f"  {item.outcome:8} {item.name}" + (f"  {detail}" if detail else ""))
-        return "\n".join(lines)
-
-
-class ExportCheckFailed(AssertionError):
-    """Every failing item of one call, each told as the plugin's item tells it."""
-
-    def __init__(self, report: Report) -> None:
-        self.report = report
-        failed = [item for item in report.items if item.outcome == "failed"]
-        more = f" (+{len(failed) - 1} more)" if len(failed) > 1 else ""
-        # The first line is what pytest's short summary shows: make it the first headline.
-        lines = [
-            f"{len(failed)} of {len(report.ran)} exportcheck item(s) failed for "
-            f"{report.case.name}: {failed[0].headline}{more}"
-        ]
-        for item in failed:
-            lines += ["", f"--- {item.name} ---", item.message]
-        super().__init__("\n".join(lines))
+# The package root (this file lives in api/): frames under it are the plugin's, not the user's.
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 def check_model(
@@ -219,7 +129,7 @@ def _check(
     __tracebackhide__ = True
     import torch
 
-    from pytest_exportcheck.given import GivenRun
+    from pytest_exportcheck.api.given import GivenRun
 
     path, line = _caller()
     if not isinstance(model, torch.nn.Module):

@@ -1,16 +1,6 @@
-"""``python -m pytest_exportcheck new TARGET``: a starter case, written by running the model once.
+"""The ``new`` command: its arguments, and the run from target to written case.
 
-Writing ``expect.placeholders`` by hand means guessing how each capture path
-names and orders its graph inputs. The scaffold builds the model and inputs
-through the plugin's own code (the case mapping is validated by the loader
-that collects cases, then ``Subject`` and ``capture`` run it), so what it
-writes down is what the checks will read. What it writes down is an
-*observation*, not a truth: the header says so, and REVIEW comments mark the
-expectations that pin a difference from eager.
-
-Exit status: 0 the case was written; 1 it was written but no capture
-succeeded (every capture carries an xfail); 2 nothing was written (a usage,
-case or eager error — the case itself is wrong, so there is nothing to pin).
+See the package docstring for what the scaffold does and its exit statuses.
 """
 
 from __future__ import annotations
@@ -26,7 +16,8 @@ from typing import Any
 
 import yaml
 
-from pytest_exportcheck.scaffold_inputs import (
+from pytest_exportcheck.scaffold.errors import ScaffoldError, condense
+from pytest_exportcheck.scaffold.inputs import (
     INPUT_HELP,
     InputSpecError,
     parse_input_spec,
@@ -35,39 +26,9 @@ from pytest_exportcheck.scaffold_inputs import (
     split_target,
     target_reference,
 )
-from pytest_exportcheck.scaffold_yaml import CaptureObservation, Scaffold, header_lines, render
+from pytest_exportcheck.scaffold.render import CaptureObservation, Scaffold, header_lines, render
 from pytest_exportcheck.spec.case import DEFAULT_CAPTURES, Case
 from pytest_exportcheck.spec.load import case_schema, load_case_file
-
-
-class ScaffoldError(Exception):
-    """Scaffolding stopped at ``stage`` (case / eager / internal); nothing was written."""
-
-    def __init__(self, stage: str, message: str) -> None:
-        super().__init__(message)
-        self.stage = stage
-        self.message = message
-
-    def render(self, full: bool = False) -> str:
-        return f"exportcheck new: [{self.stage}] {self.message if full else condense(self.message)}"
-
-
-def condense(message: str) -> str:
-    """A failure's first line and the user-code frame that raised it: one paragraph.
-
-    The plugin's messages carry up to a dozen lines of the exception (Dynamo's
-    are long); the scaffold's user needs what failed and where, then decides
-    whether to ask for more (``--traceback``).
-    """
-    lines = message.strip().splitlines()
-    if not lines:
-        return "(no message)"
-    kept = [lines[0]]
-    if "raised from user code:" in lines[1:]:
-        kept += lines[lines.index("raised from user code:", 1) :]
-    elif len(lines) > 1:
-        kept.append(f"  ... ({len(lines) - 1} more lines with --traceback)")
-    return "\n".join(kept)
 
 
 def capture_names() -> list[str]:
@@ -182,7 +143,7 @@ def scaffold(args: argparse.Namespace, argv: list[str]) -> tuple[str, list[tuple
     mapping = case_mapping(args, reference, attr, yaml_path.parent)
     case = load_case(name, mapping, yaml_path.absolute())
 
-    from pytest_exportcheck.scaffold_run import observe
+    from pytest_exportcheck.scaffold.observe import observe  # torch: only once a run starts
 
     observations, eager = observe(case, args.traceback, args.timeout)
     warnings = [why for o in observations for why in _warning(o)]

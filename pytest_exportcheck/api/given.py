@@ -14,10 +14,10 @@ import time
 
 import torch
 
-from pytest_exportcheck.api import ItemResult, Outcome
+from pytest_exportcheck.api.results import ItemResult, Outcome
 from pytest_exportcheck.capture import CaptureRecord, capture
 from pytest_exportcheck.collect import consistency_name, item_name
-from pytest_exportcheck.compare import tracking_errors
+from pytest_exportcheck.compare_values import tracking_errors
 from pytest_exportcheck.devices import free_memory, is_accelerator
 from pytest_exportcheck.failures import (
     CaptureError,

@@ -1,0 +1,104 @@
+"""What a check of a given model returns or raises: items, the report, the two errors.
+
+Plain data, importing neither torch nor the checks: the ``exportcheck`` fixture
+is registered in every pytest run, and ``api/given.py`` (which runs the items)
+builds these without depending on the entry point in ``api/check.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from pytest_exportcheck.spec.errors import SpecError
+
+if TYPE_CHECKING:
+    from pytest_exportcheck.spec import Case
+
+Outcome = Literal["passed", "failed", "skipped", "xfailed"]
+
+
+class InvalidCase(SpecError, ValueError):
+    """The call's arguments do not make a valid case; located at the caller's line.
+
+    A :class:`SpecError` (the YAML loader's error, same wording) and a
+    ``ValueError`` (what a Python caller expects for a bad argument).
+    """
+
+
+@dataclass(frozen=True)
+class ItemResult:
+    """One (check, capture, device) of a call, named as the YAML item would be."""
+
+    name: str
+    check: str
+    capture: str
+    device: str
+    outcome: Outcome
+    # The skip reason, or the failure as the plugin's item prints it.
+    message: str = ""
+    headline: str = ""
+    seconds: float = 0.0
+    max_abs_err: float | None = None
+
+
+@dataclass(frozen=True)
+class Report:
+    """What a call ran: one :class:`ItemResult` per item, in the YAML collection order."""
+
+    case: Case
+    items: tuple[ItemResult, ...]
+
+    def names(self, outcome: Outcome) -> list[str]:
+        return [item.name for item in self.items if item.outcome == outcome]
+
+    @property
+    def passed(self) -> list[str]:
+        return self.names("passed")
+
+    @property
+    def failed(self) -> list[str]:
+        return self.names("failed")
+
+    @property
+    def skipped(self) -> list[str]:
+        return self.names("skipped")
+
+    @property
+    def xfailed(self) -> list[str]:
+        return self.names("xfailed")
+
+    @property
+    def ran(self) -> list[str]:
+        """Items that ran (passed, failed or xfailed): empty means nothing was checked."""
+        return [item.name for item in self.items if item.outcome != "skipped"]
+
+    def __getitem__(self, name: str) -> ItemResult:
+        for item in self.items:
+            if item.name == name:
+                return item
+        raise KeyError(f"no item {name!r}; items: {', '.join(i.name for i in self.items)}")
+
+    def __str__(self) -> str:
+        lines = [f"exportcheck {self.case.name} ({self.case.location}):"]
+        for item in self.items:
+            detail = item.headline or (item.message.splitlines() or [""])[0]
+            lines.append(f"  {item.outcome:8} {item.name}" + (f"  {detail}" if detail else ""))
+        return "\n".join(lines)
+
+
+class ExportCheckFailed(AssertionError):
+    """Every failing item of one call, each told as the plugin's item tells it."""
+
+    def __init__(self, report: Report) -> None:
+        self.report = report
+        failed = [item for item in report.items if item.outcome == "failed"]
+        more = f" (+{len(failed) - 1} more)" if len(failed) > 1 else ""
+        # The first line is what pytest's short summary shows: make it the first headline.
+        lines = [
+            f"{len(failed)} of {len(report.ran)} exportcheck item(s) failed for "
+            f"{report.case.name}: {failed[0].headline}{more}"
+        ]
+        for item in failed:
+            lines += ["", f"--- {item.name} ---", item.message]
+        super().__init__("\n".join(lines))
