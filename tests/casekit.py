@@ -49,6 +49,19 @@ class Tied(nn.Module):
         return self.head(self.emb(ids))
 
 
+class ConvBatchNorm(nn.Module):
+    """A torchvision-style conv/BatchNorm stem: eval mode never reads num_batches_tracked."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+        self.bn = nn.BatchNorm2d(8)
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.fc(torch.relu(self.bn(self.conv(x))).mean((2, 3)))
+
+
 class PythonCounter(nn.Module):
     """Python-side state: export bakes the first call's value into the graph."""
 

@@ -1,51 +1,19 @@
-"""Running every item of a case whose model and inputs are given, not built (the Python API).
+"""A case whose model and inputs are given, not built (the Python API).
 
-This is the YAML items' run loop (``collect.py``'s ``CheckItem.runtest`` and
-``session.py``'s caches) for one call: the same subjects, captures, stages,
-seeding, time limit and exceptions, so every message is the one a YAML case
-prints. What differs is only where things come from: the model and inputs are
-the caller's objects, copied once into a :class:`GivenSubject`, and results are
-collected as :class:`ItemResult` values instead of pytest reports.
+The items run as :class:`CaseRun` runs them (``case_run.py``); what differs is
+only where the subject comes from: the caller's model and inputs, copied once
+into a :class:`GivenSubject`.
 """
 
 from __future__ import annotations
 
-import time
-
 import torch
 
-from pytest_exportcheck.api.results import ItemResult, Outcome
-from pytest_exportcheck.capture import CaptureRecord, capture
-from pytest_exportcheck.collect import consistency_name, item_name
-from pytest_exportcheck.compare_values import tracking_errors
-from pytest_exportcheck.devices import free_memory, is_accelerator
-from pytest_exportcheck.failures import (
-    CaptureError,
-    CaseError,
-    CheckFailure,
-    ExportCheckError,
-    InternalError,
-    Note,
-    failure_text,
-    full_traceback,
-)
-from pytest_exportcheck.isolation import clone_tree, private_copy, seeded, to_device
-from pytest_exportcheck.item_run import (
-    Failed,
-    NotRunnable,
-    SourceFor,
-    check_record,
-    compare_captures,
-    record_for,
-    skip_reason,
-    timeout_message,
-    unless_expected,
-)
+from pytest_exportcheck.case_run import CaseRun
+from pytest_exportcheck.failures import CaseError
+from pytest_exportcheck.isolation import clone_tree, private_copy, to_device
 from pytest_exportcheck.spec import Case
-from pytest_exportcheck.stages import StageTimeout, stage, time_limit
 from pytest_exportcheck.subject import Inputs, Subject
-
-Failure = ExportCheckError | StageTimeout
 
 
 class GivenSubject(Subject):
@@ -84,8 +52,8 @@ class GivenSubject(Subject):
         self._model, self._inputs = model, inputs
 
 
-class GivenRun:
-    """Every item of one call, run in collection order with per-call caches."""
+class GivenRun(CaseRun):
+    """Every item of one ``check_model`` call, on private copies of the caller's objects."""
 
     def __init__(
         self,
@@ -98,138 +66,9 @@ class GivenRun:
         *,
         report_cpu_moved: bool = False,
     ) -> None:
-        self.case = case
-        # The YAML collector makes no `moved` item off accelerators; a caller who
-        # named `moved` explicitly is told why it did not run instead.
-        self.report_cpu_moved = report_cpu_moved
+        super().__init__(case, devices, timeout, timeout_source, report_cpu_moved=report_cpu_moved)
         self.model = model
         self.inputs = inputs
-        self.devices = devices
-        self.timeout = timeout or 0.0
-        self.timeout_source = timeout_source
-        self._subjects: dict[str, Subject | Failed] = {}
-        self._captures: dict[tuple[str, str], CaptureRecord | Failed] = {}
 
-    def run(self) -> list[ItemResult]:
-        results: list[ItemResult] = []
-        for device in self.devices:
-            for capture_name in self.case.captures:
-                for check in self.case.checks:
-                    if check == "consistency":
-                        continue
-                    if (
-                        check == "moved"
-                        and not is_accelerator(device)
-                        and not self.report_cpu_moved
-                    ):
-                        continue
-                    results.append(self._item(check, capture_name, device))
-            if "consistency" in self.case.checks and len(self.case.captures) > 1:
-                results.append(self._item("consistency", "+".join(self.case.captures), device))
-            self._release(device)
-        return results
-
-    def _item(self, check: str, capture_name: str, device: str) -> ItemResult:
-        consistency = check == "consistency"
-        name = consistency_name(device) if consistency else item_name(check, capture_name, device)
-        started = time.perf_counter()
-        max_abs_err = None
-
-        def result(outcome: Outcome, message: str = "", headline: str = "") -> ItemResult:
-            seconds = round(time.perf_counter() - started, 4)
-            return ItemResult(
-                name, check, capture_name, device, outcome, message, headline, seconds, max_abs_err
-            )
-
-        if check == "moved" and not is_accelerator(device):
-            return result(
-                "skipped", "not applicable: moved compares an accelerator with its moved CPU export"
-            )
-        reason = skip_reason(self.case, check, capture_name, device)
-        if reason is not None:
-            return result("skipped", reason)
-        source = SourceFor(self, name)
-        try:
-            limit = time_limit(self.timeout, self._describe_timeout)
-            with seeded(self.case.seed), tracking_errors() as errors, limit:
-                try:
-                    if check == "consistency":
-                        findings = compare_captures(self.case, device, source)
-                    else:
-                        record = record_for(check, capture_name, device, source)
-                        findings = check_record(self.case, check, record)
-                finally:
-                    max_abs_err = errors.max_abs_err
-            if any(not isinstance(f, Note) for f in findings):
-                raise CheckFailure(check, findings)
-        except NotRunnable as skip:
-            return result("skipped", skip.reason)
-        except ExportCheckError as error:
-            xfail = self.case.xfail_for(capture_name, check, device)
-            error = unless_expected(xfail, error, self.case)
-            if xfail is not None and isinstance(error, (CaptureError, CheckFailure)):
-                return result("xfailed", xfail.reason, error.headline)
-            return result("failed", self._render(error, capture_name, device), error.headline)
-        except StageTimeout as error:
-            return result("failed", self._render(error, capture_name, device), error.headline)
-        except Exception as exc:
-            first = f"{type(exc).__name__}: {exc}".splitlines()[0]
-            error = InternalError(f"{self.case.location}: unexpected {first}")
-            error.__cause__ = exc
-            return result("failed", self._render(error, capture_name, device), error.headline)
-        xfail = self.case.xfail_for(capture_name, check, device)
-        if xfail is not None and xfail.strict:
-            headline = f"[XPASS(strict)] {xfail.reason}"
-            return result("failed", f"{headline}\n{self.case.location}: {name} passed", headline)
-        return result("passed")
-
-    def capture_for(self, name: str, device: str, capture_name: str) -> CaptureRecord:
-        subject = self.subject_for(name, device)
-        key = (device, capture_name)
-        cached = self._captures.get(key)
-        if cached is None:
-            try:
-                with stage("capture"):
-                    cached = capture(capture_name, subject)
-            except (ExportCheckError, StageTimeout) as exc:
-                cached = Failed(exc, name)
-            self._captures[key] = cached
-        if isinstance(cached, Failed):
-            cached.raise_for(name)
-        return cached
-
-    def subject_for(self, name: str, device: str) -> Subject:
-        cached = self._subjects.get(device)
-        if cached is None:
-            try:
-                with stage("case"):
-                    cached = GivenSubject(self.case, device, self.model, self.inputs)
-                with stage("eager"):
-                    cached.eager  # noqa: B018 - an eager forward that raises is a case error
-            except (ExportCheckError, StageTimeout) as exc:
-                cached = Failed(exc, name)
-            self._subjects[device] = cached
-        if isinstance(cached, Failed):
-            cached.raise_for(name)
-        return cached
-
-    def _release(self, device: str) -> None:
-        """Drop a device's subject and captures once its items ran (the CPU ones may be
-        needed by ``moved`` on a later device, so they stay until the end)."""
-        if not is_accelerator(device):
-            return
-        self._subjects.pop(device, None)
-        for key in [k for k in self._captures if k[0] == device]:
-            del self._captures[key]
-        free_memory(device)
-
-    def _describe_timeout(self, stage_name: str) -> str:
-        return timeout_message(self.case, self.timeout, self.timeout_source, stage_name)
-
-    def _render(self, error: Failure, capture_name: str, device: str) -> str:
-        """The text ``CheckItem.repr_failure`` prints for this error (short traceback style)."""
-        where = f"{self.case.location}: case {self.case.name}, {capture_name} on {device}"
-        text = failure_text(error, where)
-        if error.stage == "internal" and error.__cause__ is not None:  # a bug: its traceback too
-            text += "\n\n" + full_traceback(error.__cause__)
-        return text
+    def new_subject(self, device: str) -> Subject:
+        return GivenSubject(self.case, device, self.model, self.inputs)

@@ -40,6 +40,8 @@ class ItemResult:
     headline: str = ""
     seconds: float = 0.0
     max_abs_err: float | None = None
+    # Where it failed or xfailed: the [stage] its message starts with (an xfail's `stage:`).
+    stage: str = ""
 
 
 @dataclass(frozen=True)

@@ -38,15 +38,25 @@ NOT_COMPARED = "n/a"
 CELL_WIDTH = 48
 
 
-def check_consistency(
-    case: Case, records: dict[str, CaptureRecord], left_out: dict[str, str]
-) -> list[str]:
+def consistency_table(case: Case, records: dict[str, CaptureRecord]) -> Table:
+    """Every row of the table, differing or not (the scaffold reads it to write accepts)."""
     table: Table = {}
     table.update(_lifted(records))
     table.update(_mutated(records))
     table.update(_user_inputs(records))
     table.update(_outputs(case, records))
-    differing = [row for row, cells in table.items() if _differs(cells)]
+    return table
+
+
+def differing_rows(table: Table) -> list[str]:
+    return [row for row, cells in table.items() if _differs(cells)]
+
+
+def check_consistency(
+    case: Case, records: dict[str, CaptureRecord], left_out: dict[str, str]
+) -> list[str]:
+    table = consistency_table(case, records)
+    differing = differing_rows(table)
     accepted = {a.row: a for a in case.expect.accepted_differences}
     undeclared = [r for r in differing if not any(fnmatch.fnmatchcase(r, a) for a in accepted)]
     for pattern in accepted:

@@ -22,16 +22,20 @@ outputs, every buffer and parameter, and mutated inputs;
 
 from __future__ import annotations
 
+import torch
+
 from pytest_exportcheck.capture.record import CaptureRecord, DecompositionError, Mutations
 from pytest_exportcheck.checks.steps import compare_step, lifted_state
 from pytest_exportcheck.compare_values import Tolerance
-from pytest_exportcheck.failures import describe_exception
+from pytest_exportcheck.failures import Note, describe_exception
+from pytest_exportcheck.isolation import module_state
 from pytest_exportcheck.runs import run_steps
 from pytest_exportcheck.spec import Case
 
 
 def check_mutation(case: Case, record: CaptureRecord) -> list[str]:
     findings: list[str] = []
+    recorded: Mutations | None = None
     try:
         recorded = record.mutations()
     except DecompositionError as exc:
@@ -41,7 +45,54 @@ def check_mutation(case: Case, record: CaptureRecord) -> list[str]:
         if recorded is not None:
             findings += _recorded_mutations(case, record, recorded)
     findings += _stepped_runs(case, record)
+    if not findings:
+        findings += _unchanged_updates(case, record, recorded)
     return findings
+
+
+def _unchanged_updates(case: Case, record: CaptureRecord, recorded: Mutations | None) -> list[str]:
+    """The stepped runs prove nothing about an update that leaves the values as they were.
+
+    ``self.buf.zero_()`` on a zero buffer, or a running statistic fed inputs
+    that keep it where it is: a program that dropped the update would pass the
+    stepped runs. Where the capture's records name the mutation, they are the
+    evidence (a note says the values were not); where it keeps no records (the
+    Dynamo paths), nothing shows the update is in the program: vacuous.
+    """
+    subject = record.subject
+    mutated = sorted(subject.eager.mutated_state)
+    if not mutated:
+        return []
+    steps = subject.eager_steps(case.expect.mutation_steps)
+    before = module_state(subject.pristine_model)
+    unchanged = [
+        name
+        for name in mutated
+        if name in before
+        and all(
+            name in step.state and _same_values(step.state[name], before[name]) for step in steps
+        )
+    ]
+    if not unchanged:
+        return []
+    what = (
+        f"eager's update of {', '.join(unchanged)} leaves the values as they were over "
+        f"{len(steps)} step(s), so the stepped runs cannot tell a program that drops it"
+    )
+    if recorded is not None:
+        return [Note(f"note: {what}; {recorded.source} records the mutation")]
+    return [
+        f"vacuous: {what}, and {record.capture} keeps no mutation records. Give inputs "
+        "(or parameters: `model.init: fan_in`) for which the update changes the state"
+    ]
+
+
+def _same_values(after: torch.Tensor, before: torch.Tensor) -> bool:
+    if after.shape != before.shape or after.dtype != before.dtype:
+        return False
+    if after.device.type == "meta" or before.device.type == "meta":
+        return False  # no values to compare: not evidence of an unchanged update
+    return bool(torch.equal(after.detach().cpu(), before.detach().cpu()))
 
 
 def _recorded_mutations(case: Case, record: CaptureRecord, recorded: Mutations) -> list[str]:

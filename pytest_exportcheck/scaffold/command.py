@@ -26,7 +26,14 @@ from pytest_exportcheck.scaffold.inputs import (
     split_target,
     target_reference,
 )
-from pytest_exportcheck.scaffold.render import CaptureObservation, Scaffold, header_lines, render
+from pytest_exportcheck.scaffold.render import (
+    Amendments,
+    CaptureObservation,
+    Scaffold,
+    header_lines,
+    render,
+)
+from pytest_exportcheck.scaffold.requires import requirements
 from pytest_exportcheck.spec.case import DEFAULT_CAPTURES, Case
 from pytest_exportcheck.spec.load import case_schema, load_case_file
 
@@ -90,6 +97,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--force", action="store_true", help="with -o: overwrite an existing file")
     add("--traceback", action="store_true",
         help="print the whole failure message and its traceback")
+    add("--no-run", dest="run", action="store_false",
+        help="do not run the written case through the checks (nor amend it: no accepts, "
+        "tolerance or xfails are added)")
 # fmt: on
 
 
@@ -105,7 +115,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
         )
         return 2
     try:
-        text, warnings, status = scaffold(args, argv)
+        text, warnings, notes, status = scaffold(args, argv)
     except ScaffoldError as exc:
         print(exc.render(full=args.traceback), file=sys.stderr)
         if args.traceback and exc.__cause__ is not None:
@@ -116,13 +126,15 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     for message, advice in warnings:
         shown = message if args.traceback else condense(message)
         print(f"exportcheck new: warning: {shown}\n  {advice}", file=sys.stderr)
+    for note in notes:
+        print(f"exportcheck new: {note}", file=sys.stderr)
     if args.output is not None:
         from pytest_exportcheck.atomic import write_atomically
 
         write_atomically(args.output, text)
         print(
-            f"exportcheck new: wrote {args.output}; next: pytest --exportcheck {args.output} "
-            "(the invariant checks run there, not here)",
+            f"exportcheck new: wrote {args.output}; next: review it, then "
+            f"pytest --exportcheck {args.output}",
             file=sys.stderr,
         )
     else:
@@ -130,8 +142,11 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     return status
 
 
-def scaffold(args: argparse.Namespace, argv: list[str]) -> tuple[str, list[tuple[str, str]], int]:
-    """Build, run and capture the model; the case text, warnings and exit status."""
+def scaffold(
+    args: argparse.Namespace, argv: list[str]
+) -> tuple[str, list[tuple[str, str]], list[str], int]:
+    """Build, run and capture the model, then run the case written; its text, warnings
+    (with advice), notes and the exit status."""
     cwd = Path.cwd()
     try:
         _, attr = split_target(args.target)
@@ -151,10 +166,36 @@ def scaffold(args: argparse.Namespace, argv: list[str]) -> tuple[str, list[tuple
     note = None
     if args.output is None and args.out_dir is None and split_target(reference)[0].endswith(".py"):
         note = "relative to the current directory: save this file there (or use -o/--out-dir)"
-    text = render(Scaffold(name, mapping, observations, *eager, header=header, target_note=note))
+    requires = requirements(mapping["model"])
+
+    def render_with(amendments: Amendments) -> str:
+        return render(
+            Scaffold(
+                name, mapping, observations, *eager, header=header, target_note=note,
+                requires=requires, amendments=amendments,
+            )
+        )  # fmt: skip
+
+    text = render_with(Amendments())
     _verify(text, name, yaml_path)
     status = 0 if any(o.observed for o in observations) else 1
-    return text, warnings, status
+    notes: list[str] = []
+    if args.run and status == 0:
+        from pytest_exportcheck.scaffold.verify import verify  # the checks: torch
+
+        text, amendments = verify(
+            render_with, lambda written: _verify(written, name, yaml_path), args.timeout,
+            quiet=not args.traceback,
+        )  # fmt: skip
+        notes.append(amendments.tally)
+        if amendments.still_failing:
+            warnings.append(
+                (
+                    f"the written case still fails {', '.join(amendments.still_failing)}",
+                    "Run pytest --exportcheck on it to see why; the scaffold could not amend it.",
+                )
+            )
+    return text, warnings, notes, status
 
 
 def case_mapping(
@@ -216,8 +257,11 @@ def _load_text(text: str) -> list[Any]:
         return load_case_file(path)
 
 
-def _verify(text: str, name: str, yaml_path: Path) -> None:
-    """The emitted file must load as it is: a scaffold that writes an invalid case is a bug."""
+def _verify(text: str, name: str, yaml_path: Path) -> Case:
+    """The emitted file must load as it is: a scaffold that writes an invalid case is a bug.
+
+    The case it loads is placed at ``yaml_path``, where relative targets resolve.
+    """
     try:
         loaded = _load_text(text)
     except Exception as exc:
@@ -227,6 +271,8 @@ def _verify(text: str, name: str, yaml_path: Path) -> None:
         raise ScaffoldError(
             "internal", f"the generated case for {yaml_path} is invalid: {'; '.join(problems)}"
         )
+    assert loaded[0].case is not None
+    return dataclasses.replace(loaded[0].case, path=yaml_path.absolute())
 
 
 def _warning(observation: CaptureObservation) -> list[tuple[str, str]]:

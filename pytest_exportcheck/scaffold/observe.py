@@ -92,7 +92,7 @@ def _observe_capture(subject: Subject, name: str, show_tracebacks: bool) -> Capt
     if reason is not None:
         return CaptureObservation(name, unavailable=reason, notes=(f"{name}: {reason}",))
     try:
-        with _quiet(not show_tracebacks):
+        with quiet_torch(not show_tracebacks):
             record = capture(name, subject)
     except Exception as exc:
         if show_tracebacks:
@@ -103,7 +103,7 @@ def _observe_capture(subject: Subject, name: str, show_tracebacks: bool) -> Capt
             failure = describe_exception(exc, context=f"[capture] {name} raised")
         return CaptureObservation(name, failure=failure)
     notes: list[str] = []
-    with _quiet(not show_tracebacks):  # unflatten and run_decompositions talk too
+    with quiet_torch(not show_tracebacks):  # unflatten and run_decompositions talk too
         modules = _modules(record, notes)
         mutated_buffers = _mutated_buffers(record, notes)
     return CaptureObservation(
@@ -119,7 +119,7 @@ def _observe_capture(subject: Subject, name: str, show_tracebacks: bool) -> Capt
 
 
 @contextlib.contextmanager
-def _quiet(quiet: bool) -> Iterator[None]:
+def quiet_torch(quiet: bool = True) -> Iterator[None]:
     """Keep torch's chatter off the terminal unless the user asked for detail.
 
     A failing export prints graph dumps and logs warnings; printed, they would

@@ -48,6 +48,29 @@ class CaptureObservation:
 
 
 @dataclass(frozen=True)
+class Amendment:
+    """One entry the scaffold adds to the file, and the REVIEW comment above it."""
+
+    entry: dict[str, Any]
+    review: str
+    items: tuple[str, ...] = ()  # the items it was written for
+
+
+@dataclass
+class Amendments:
+    """Everything the verification run adds: accepts, a tolerance, xfails; and its tally."""
+
+    accepts: list[Amendment] = field(default_factory=list)
+    atol: Amendment | None = None
+    xfails: list[Amendment] = field(default_factory=list)
+    tally: str = ""
+    still_failing: list[str] = field(default_factory=list)  # items no amendment fixed
+
+    def __bool__(self) -> bool:
+        return bool(self.accepts or self.atol or self.xfails)
+
+
+@dataclass(frozen=True)
 class Scaffold:
     """Everything the file says: the case mapping (sans expectations) and what was seen."""
 
@@ -60,6 +83,9 @@ class Scaffold:
     aliases: dict[str, tuple[str, ...]] = field(default_factory=dict)
     header: list[str] = field(default_factory=list)
     target_note: str | None = None
+    # Distributions the target comes from: (requirement, what was observed).
+    requires: list[tuple[str, str]] = field(default_factory=list)
+    amendments: Amendments = field(default_factory=Amendments)
 
 
 def placeholders_expectation(
@@ -176,8 +202,11 @@ def render(scaffold: Scaffold) -> str:
     out.append(f"    captures: {_flow(case['captures'])}")
     if "loss_output" in case:
         out.append(f"    loss_output: {case['loss_output']}")
+    if scaffold.requires:
+        out += [f"    # REVIEW: {seen}" for _, seen in scaffold.requires]
+        out.append(f"    requires: {_flow([req for req, _ in scaffold.requires])}")
     out += _expect_lines(scaffold)
-    out += _xfail_lines(scaffold.observations)
+    out += _xfail_lines(scaffold.observations, scaffold.amendments.xfails)
     return "\n".join(out) + "\n"
 
 
@@ -238,18 +267,54 @@ def _expect_lines(scaffold: Scaffold) -> list[str]:
     lines.append(f"      mutated_buffers: {_flow(buffers)}")
     notes = [n for o in observations for n in o.notes]
     lines += [f"      # note: {n}" for n in notes]
+    amendments = scaffold.amendments
+    if amendments.atol is not None:
+        lines += ["      parity:", f"        # REVIEW: {amendments.atol.review}"]
+        lines.append(f"        atol: {_flow(amendments.atol.entry['atol'])}")
+    if amendments.accepts:
+        lines += ["      consistency:", "        accept:"]
+        for accept in amendments.accepts:
+            lines += [f"          # REVIEW: {accept.review}", f"          - {_flow(accept.entry)}"]
     return lines
 
 
-def _xfail_lines(observations: list[CaptureObservation]) -> list[str]:
+def _xfail_lines(observations: list[CaptureObservation], written: list[Amendment]) -> list[str]:
     failed = [o for o in observations if o.failure is not None]
-    if not failed:
+    if not failed and not written:
         return []
     lines = ["    xfail:"]
     for o in failed:
         entry = {"reason": f"scaffold: {_clip(o.failure)}", "captures": [o.capture]}
+        if o.failure.startswith("[capture"):  # not a [timeout]: no xfail stage says that
+            entry["stage"] = "capture"
+            match = match_pattern(o.failure.splitlines()[0])
+            if match:
+                entry["match"] = match
         lines.append(f"      - {_flow(entry)}")
+    for xfail in written:
+        lines += [f"      # REVIEW: {xfail.review}", f"      - {_flow(xfail.entry)}"]
     return lines
+
+
+def match_pattern(headline: str) -> str | None:
+    """A regex for the failure's stable words: the longest run of words in the headline
+    (after its ``[stage]``) holding no digit, quote or bracket — sizes, counts, values
+    and names vary with the model and the torch version; the wording does not.
+
+    ``after step 2/3: output: 8 / 8 elements outside tolerance (atol=1e-05`` →
+    ``elements outside tolerance``.
+    """
+    text = re.sub(r"^\[[^\]]*\]\s*", "", headline)
+    runs: list[list[str]] = [[]]
+    for word in text.split()[:40]:
+        if re.search(r"[\d'\"`()\[\]{}=/]", word):
+            runs.append([])
+        else:
+            runs[-1].append(word.strip(":;,."))
+            if word[-1] in ":;,.":  # a clause ends: the regex should not span it
+                runs.append([])
+    best = " ".join(max(runs, key=lambda r: len(" ".join(r)))[:8])
+    return re.escape(best).replace("\\ ", " ") if len(best) >= 8 else None
 
 
 def _clip(text: str, limit: int = 200) -> str:

@@ -8,12 +8,16 @@ accepts, and the expectation choices are fed plain observations.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import re
 from pathlib import Path
 
 import pytest
 import yaml
 
 from pytest_exportcheck.__main__ import main
+from pytest_exportcheck.api.results import ItemResult
+from pytest_exportcheck.compare_values import Tolerance
 from pytest_exportcheck.scaffold.command import add_arguments, case_mapping, load_case
 from pytest_exportcheck.scaffold.errors import ScaffoldError, condense
 from pytest_exportcheck.scaffold.inputs import (
@@ -25,14 +29,19 @@ from pytest_exportcheck.scaffold.inputs import (
     target_reference,
 )
 from pytest_exportcheck.scaffold.render import (
+    Amendment,
+    Amendments,
     CaptureObservation,
     Scaffold,
     _flow,
+    match_pattern,
     modules_expectation,
     mutated_buffers_expectation,
     placeholders_expectation,
     render,
 )
+from pytest_exportcheck.scaffold.requires import requirements
+from pytest_exportcheck.scaffold.verify import _amend, _notch_above
 from pytest_exportcheck.spec import load_case_file
 
 # --- --input specs -------------------------------------------------------------
@@ -360,3 +369,89 @@ def test_flow_values_read_back_as_written(value: object) -> None:
 def test_quoted_input_paths_read_as_the_bundled_cases_write_them() -> None:
     entry = {"name": "mask", "kind": "user_input", "target": "kwargs['mask']"}
     assert _flow(entry) == "{name: mask, kind: user_input, target: \"kwargs['mask']\"}"
+
+
+def test_rendered_amendments_load_back_with_their_review_comments(tmp_path: Path) -> None:
+    amendments = Amendments(
+        accepts=[Amendment({"row": "lifted: *.num_batches_tracked", "reason": "unread"}, "seen")],
+        atol=Amendment({"atol": 0.0001}, "observed max |error| 3.1e-05"),
+        xfails=[Amendment({"reason": "scaffold: x", "checks": ["parity"], "stage": "parity"}, "r")],
+    )
+    scaffold = dataclasses.replace(
+        scaffold_of([obs("export", placeholders=P_EXPORT)]),
+        requires=[("torchvision", "m.py:Net comes from torchvision, 0.1 here")],
+        amendments=amendments,
+    )
+    text = render(scaffold)
+    assert (
+        "    # REVIEW: m.py:Net comes from torchvision, 0.1 here\n    requires: [torchvision]\n"
+        in (text)
+    )
+    assert (
+        "      parity:\n        # REVIEW: observed max |error| 3.1e-05\n        atol: 0.0001\n"
+        in (text)
+    )
+    assert "          # REVIEW: seen\n          - {row: 'lifted: *.num_batches_tracked'" in text
+    assert (
+        "      # REVIEW: r\n      - {reason: 'scaffold: x', checks: [parity], stage: parity}"
+        in (text)
+    )
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    (loaded,) = load_case_file(path)
+    assert loaded.error is None, loaded.error
+    case = loaded.case
+    assert case.requires == ("torchvision",)
+    assert [a.row for a in case.expect.accepted_differences] == ["lifted: *.num_batches_tracked"]
+    assert Tolerance.of_case(case).atol == 0.0001
+    assert [x.stages for x in case.xfails] == [("parity",)]
+
+
+@pytest.mark.parametrize(
+    ("headline", "pattern"),
+    [
+        ("[mutation] after step 2/3: output: 8 / 8 elements outside tolerance (atol=1e-05",
+         "elements outside tolerance"),
+        ("[capture: other] aot_export_module(trace_joint=True) raised: RuntimeError: We require "
+         "the output marked as the loss (at index 0)", "We require the output marked as the loss"),
+        ("[hierarchy] unflatten(ep) has 2 modules eager lacks: true_graph_0", "modules eager lacks"),
+        ("[parity] a.b 1 2", None),  # nothing stable to match: no match written
+    ],
+)  # fmt: skip
+def test_xfail_match_keeps_the_wording_not_the_numbers(headline: str, pattern: str | None) -> None:
+    assert match_pattern(headline) == pattern
+    if pattern is not None:
+        assert re.search(pattern, headline)
+
+
+def test_tolerance_is_written_only_for_float_rounding() -> None:
+    def failed(check: str, err: float | None) -> ItemResult:
+        headline = f"[{check}] output: 1 / 8 elements outside tolerance"
+        return ItemResult(
+            f"{check}[export-cpu]", check, "export", "cpu", "failed", headline, headline,
+            max_abs_err=err, stage=check,
+        )  # fmt: skip
+
+    amendments = Amendments()
+    assert _amend(amendments, [failed("parity", 3.1e-5)], None, None)  # type: ignore[arg-type]
+    assert amendments.atol is not None and amendments.atol.entry == {"atol": 1e-4}
+    assert "observed max |error| 3.1e-05 in parity[export-cpu]" in amendments.atol.review
+    # A larger error is a wrong program: an xfail records it, the tolerance stays.
+    assert _amend(amendments, [failed("mutation", 0.5)], None, None)  # type: ignore[arg-type]
+    assert amendments.atol.entry == {"atol": 1e-4}
+    (xfail,) = amendments.xfails
+    assert xfail.entry["checks"] == ["mutation"] and xfail.items == ("mutation[export-cpu]",)
+    # Already expected: nothing more to do, so the rounds stop.
+    assert not _amend(amendments, [failed("mutation", 0.5)], None, None)  # type: ignore[arg-type]
+    assert [_notch_above(e) for e in (4e-6, 3.1e-5, 4.9e-4)] == [1e-5, 1e-4, 1e-3]
+
+
+def test_requires_names_the_distribution_of_an_installed_target() -> None:
+    (requirement,) = requirements({"target": "yaml:SafeLoader", "mode": "eval"})
+    assert requirement[0] == "PyYAML"
+    assert requirement[1].startswith("yaml:SafeLoader comes from PyYAML, ")
+    # File targets, the standard library and torch need no entry; nested targets count.
+    assert requirements({"target": "m.py:Net", "kwargs": {"x": {"_target_": "json:loads"}}}) == []
+    assert requirements({"target": "torch.nn:Linear"}) == []
+    nested = requirements({"target": "m.py:Net", "args": [{"_target_": "yaml:SafeLoader"}]})
+    assert [r for r, _ in nested] == ["PyYAML"]
