@@ -84,6 +84,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--model-kwargs", type=_json_arg(dict), default={}, metavar="JSON",
         help='constructor keyword arguments, a JSON object ({"_target_": ...} builds objects; '
         "file targets relative to the current directory, like TARGET)")
+    add("--torch", metavar="SPEC",
+        help='run the case only on a torch satisfying SPEC (">=2.10"): the pins written are '
+        "this torch's observations, and older minors may name or order placeholders otherwise")
     add("--loss-output", type=int, metavar="N",
         help="aot-joint: index of the scalar loss among the flattened outputs")
     where = parser.add_mutually_exclusive_group()
@@ -219,6 +222,8 @@ def case_mapping(
     }
     if args.loss_output is not None:
         mapping["loss_output"] = args.loss_output
+    if args.torch:
+        mapping["torch"] = args.torch
     return mapping
 
 

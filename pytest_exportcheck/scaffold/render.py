@@ -183,7 +183,7 @@ def header_lines(target: str, argv: list[str], seed: int, yaml_dir: Path) -> lis
     ]
     # For editors, as the bundled cases have it; only inside this project's own
     # checkout (a path into an installed package would be one machine's path).
-    schema = Path(__file__).with_name("case.schema.json").resolve()
+    schema = (Path(__file__).parent.parent / "case.schema.json").resolve()
     yaml_dir = yaml_dir.resolve()
     if yaml_dir.is_relative_to(schema.parent.parent) and "site-packages" not in schema.parts:
         relative = os.path.relpath(schema, yaml_dir)
@@ -202,6 +202,8 @@ def render(scaffold: Scaffold) -> str:
     out.append(f"    captures: {_flow(case['captures'])}")
     if "loss_output" in case:
         out.append(f"    loss_output: {case['loss_output']}")
+    if "torch" in case:
+        out.append(f"    torch: {_flow(case['torch'])}")
     if scaffold.requires:
         out += [f"    # REVIEW: {seen}" for _, seen in scaffold.requires]
         out.append(f"    requires: {_flow([req for req, _ in scaffold.requires])}")

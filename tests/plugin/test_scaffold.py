@@ -8,14 +8,17 @@ plugin in-process. One test runs the command as a user would, in a subprocess.
 
 from __future__ import annotations
 
+import os
+import shlex
 import sys
+from pathlib import Path
 
 import jsonschema
 import pytest
 import yaml
 
 from pytest_exportcheck.__main__ import main
-from pytest_exportcheck.compat import satisfies
+from pytest_exportcheck.compat import satisfies, torch_version
 from pytest_exportcheck.spec import load_case_file
 from pytest_exportcheck.spec.load import case_schema
 
@@ -311,3 +314,29 @@ def test_a_hanging_export_is_written_down_as_the_capture_s_failure(
     assert case["xfail"][0]["reason"].startswith(
         "scaffold: [timeout] still in the capture stage after 0.5 s"
     )
+
+
+def test_the_corpus_scaffolded_case_is_what_the_scaffold_writes(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # cases/scaffolded.yaml is committed unchanged from the command in its header; the
+    # corpus run proves it passes as written. Rerun here, the command writes it again.
+    repo = Path(__file__).parents[2]
+    committed = (repo / "cases" / "scaffolded.yaml").read_text().splitlines()
+    made_on = committed[0].split(" on torch ")[1].split(" ")[0]
+    if made_on != str(torch_version()):
+        pytest.skip(f"written on torch {made_on}; the pins are that torch's observations")
+    argv = shlex.split(committed[1].removeprefix("#"))
+    assert argv[:3] == ["python", "-m", "pytest_exportcheck"]
+    argv = argv[3:]
+    # Beside the committed file (relative targets and the schema line depend on where).
+    again = repo / "cases" / f".scaffolded-{os.getpid()}.yaml"
+    argv[argv.index("-o") + 1] = str(again.relative_to(repo))
+    monkeypatch.chdir(repo)
+    try:
+        assert main(argv) == 0
+        written = again.read_text().splitlines()
+    finally:
+        again.unlink(missing_ok=True)
+    capsys.readouterr()
+    assert written[2:] == committed[2:]  # all but the header's command line

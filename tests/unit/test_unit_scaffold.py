@@ -1,4 +1,4 @@
-"""The scaffold's pure parts: --input specs, names, target paths, what expectation to write.
+"""The scaffold's parts that run no model: --input specs, names, targets, what to write.
 
 Nothing here runs a model: the specs are checked against the case loader (the
 schema and the semantic rules) so a spec the parser accepts is one the plugin
@@ -34,6 +34,7 @@ from pytest_exportcheck.scaffold.render import (
     CaptureObservation,
     Scaffold,
     _flow,
+    header_lines,
     match_pattern,
     modules_expectation,
     mutated_buffers_expectation,
@@ -455,3 +456,24 @@ def test_requires_names_the_distribution_of_an_installed_target() -> None:
     assert requirements({"target": "torch.nn:Linear"}) == []
     nested = requirements({"target": "m.py:Net", "args": [{"_target_": "yaml:SafeLoader"}]})
     assert [r for r, _ in nested] == ["PyYAML"]
+
+
+def test_header_points_editors_at_the_schema_inside_this_checkout() -> None:
+    cases = Path(__file__).parents[2] / "cases"
+    lines = header_lines("m.py:Net", ["new", "m.py:Net"], 0, cases)
+    assert lines[-1] == "yaml-language-server: $schema=../pytest_exportcheck/case.schema.json"
+    assert (cases / "../pytest_exportcheck/case.schema.json").is_file()
+
+
+def test_torch_condition_is_written_and_validated(tmp_path: Path) -> None:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["m.py:Net", "--input", "2x4", "--torch", ">=2.10"])
+    mapping = case_mapping(args, "m.py:Net", "Net", tmp_path)
+    assert mapping["torch"] == ">=2.10"
+    text = render(dataclasses.replace(scaffold_of([obs("export")]), case={**mapping}))
+    assert "    torch: '>=2.10'\n" in text
+    assert load_case("net", mapping, tmp_path / "net.yaml").requires_torch == ">=2.10"
+    bad = parser.parse_args(["m.py:Net", "--input", "2x4", "--torch", "2.10"])
+    with pytest.raises(ScaffoldError, match="torch"):
+        load_case("net", case_mapping(bad, "m.py:Net", "Net", tmp_path), tmp_path / "net.yaml")
