@@ -186,7 +186,7 @@ def exportcheck(request: pytest.FixtureRequest) -> Callable[..., Any]:
     """
     from pytest_exportcheck.api import fixture_checker
 
-    return fixture_checker(request.config)
+    return fixture_checker(request.config, request.node)
 
 
 def _case_dirs(config: pytest.Config) -> list[Path]:

@@ -590,3 +590,23 @@ cases:
     captures: [export, dynamo-legacy]
     checks: [recorded]
 """
+
+
+# A test module of the pytester project: the models are the ones cases/models.py
+# holds (the YAML cases' own classes), resolved the way a YAML target is.
+API_TEST_HEADER = """
+from pathlib import Path
+
+import torch
+from pytest_exportcheck.targets import resolve_target
+
+def model(name):
+    return resolve_target(f"models.py:{name}", Path(__file__).parent / "cases")()
+"""
+
+
+def write_api_test(pytester: pytest.Pytester, body: str, name: str = "test_model") -> str:
+    """A test file: API_TEST_HEADER, then ``body``. Returns its name (as messages show it)."""
+    source = API_TEST_HEADER + textwrap.dedent(body)
+    pytester.makepyfile(**{name: source})
+    return f"{name}.py"

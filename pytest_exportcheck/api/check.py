@@ -23,6 +23,7 @@ registered in every pytest run.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_exportcheck.api.results import ExportCheckFailed, InvalidCase, Report
+from pytest_exportcheck.reports.results import API_CALL_PROPERTY
 
 if TYPE_CHECKING:
     import torch
@@ -82,13 +84,16 @@ def check_model(
     )  # fmt: skip
 
 
-def fixture_checker(config: Any) -> Callable[..., Report]:
+def fixture_checker(config: Any, node: Any = None) -> Callable[..., Report]:
     """What the ``exportcheck`` fixture returns: :func:`check_model` as a test uses it.
 
-    Two differences, both to behave like the plugin's own items: the time limit
-    defaults to the run's ``--exportcheck-timeout`` / ``exportcheck_timeout``,
-    and a call of which nothing ran (every item skipped, e.g. no GPU here) skips
-    the test naming why, rather than passing having checked nothing.
+    Three differences, all to behave like the plugin's own items: the time limit
+    defaults to the run's ``--exportcheck-timeout`` / ``exportcheck_timeout``;
+    a call of which nothing ran (every item skipped, e.g. no GPU here) skips
+    the test naming why, rather than passing having checked nothing; and each
+    call's items are left on the test's report (``node.user_properties``), so
+    that they appear in the matrix, the JSON/Markdown report and
+    ``--exportcheck-compare`` beside the YAML items.
     """
     text = config.getoption("exportcheck_timeout") or config.getini("exportcheck_timeout")
     try:
@@ -106,7 +111,12 @@ def fixture_checker(config: Any) -> Callable[..., Report]:
         if options.get("timeout") is None:
             options["timeout"] = run_timeout or None
             options["timeout_source"] = "exportcheck_timeout"
-        report = _check(model, args, kwargs, **options)
+        try:
+            report = _check(model, args, kwargs, **options)
+        except ExportCheckFailed as failed:
+            _leave_on(node, failed.report)
+            raise
+        _leave_on(node, report)
         if not report.ran:
             import pytest
 
@@ -116,6 +126,11 @@ def fixture_checker(config: Any) -> Callable[..., Report]:
 
     functools.update_wrapper(exportcheck, check_model)  # its signature and docs in help()
     return exportcheck
+
+
+def _leave_on(node: Any, report: Report) -> None:
+    if node is not None:
+        node.user_properties.append((API_CALL_PROPERTY, json.dumps(report.to_json())))
 
 
 def _check(

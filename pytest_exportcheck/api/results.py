@@ -7,8 +7,9 @@ builds these without depending on the entry point in ``api/check.py``.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pytest_exportcheck.spec.errors import SpecError
 
@@ -53,6 +54,15 @@ class Report:
 
     def names(self, outcome: Outcome) -> list[str]:
         return [item.name for item in self.items if item.outcome == outcome]
+
+    def to_json(self) -> dict[str, Any]:
+        """What the ``exportcheck`` fixture leaves on the test's report (``user_properties``):
+        plain JSON, so it survives xdist and the report plugin reads it without torch."""
+        return {
+            "case": self.case.name,
+            "line": self.case.line,
+            "items": [dataclasses.asdict(item) for item in self.items],
+        }
 
     @property
     def passed(self) -> list[str]:

@@ -112,7 +112,11 @@ class RunScope:
     deselected: frozenset[str] = frozenset()
 
     def covers(self, nodeid: str) -> bool:
-        return nodeid not in self.deselected and nodeid.split("::", 1)[0] in self.files
+        # A fixture call's items extend their test's node id: deselecting the test
+        # deselects them (``test_m.py::test_x`` covers ``test_m.py::test_x::Mlp::parity[...]``).
+        parts = nodeid.split("::")
+        tests = {"::".join(parts[:end]) for end in range(2, len(parts) + 1)}
+        return not (tests & self.deselected) and parts[0] in self.files
 
 
 def compare(

@@ -29,6 +29,8 @@ OUTCOMES: tuple[str, ...] = (
 FAILING = frozenset({"failed", "error"})
 NOT_APPLICABLE = "not applicable: "
 PROPERTY_PREFIX = "exportcheck_"
+# Left by each call of the `exportcheck` fixture (api/check.py): that call's items.
+API_CALL_PROPERTY = "exportcheck_api_call"
 _MAX_MESSAGE = 500
 
 
@@ -190,21 +192,71 @@ def item_result(nodeid: str, phases: Mapping[str, Any]) -> ItemResult | None:
     )
 
 
+def fixture_results(nodeid: str, calls: list[Any]) -> list[ItemResult]:
+    """The items of each ``exportcheck`` fixture call a test made, as YAML items are told.
+
+    Node ids extend the test's: ``tests/test_m.py::test_resnet::ResNet::parity[export-cpu]``
+    (a second call of the same case name gets ``ResNet#2``), so the matrix shows the
+    case under the test file and ``--exportcheck-compare`` matches it run to run.
+    """
+    results = []
+    seen: Counter[str] = Counter()
+    for call in calls:
+        payload = _json_property(call)
+        if not isinstance(payload, dict):
+            continue
+        seen[payload["case"]] += 1
+        case = payload["case"] + (f"#{seen[payload['case']]}" if seen[payload["case"]] > 1 else "")
+        for item in payload.get("items", []):
+            outcome = item["outcome"]
+            message = item.get("message") or ""
+            if outcome == "skipped" and message.startswith(NOT_APPLICABLE):
+                outcome = "not_applicable"
+            results.append(
+                ItemResult(
+                    nodeid=f"{nodeid}::{case}::{item['name']}",
+                    case=case,
+                    file=nodeid.split("::")[0],
+                    line=payload.get("line"),
+                    capture=item["capture"],
+                    check=item["check"],
+                    device=item["device"],
+                    outcome=outcome,
+                    stage=(item.get("stage") or None) if outcome in (*FAILING, "xfailed") else None,
+                    message=None
+                    if outcome == "passed"
+                    else first_line(item.get("headline") or message),
+                    reason=message if outcome == "xfailed" else None,
+                    max_abs_err=_float(item.get("max_abs_err")),
+                    duration=round(float(item.get("seconds") or 0.0), 4),
+                )
+            )
+    return results
+
+
 class ResultCollector:
     """Test reports of exportcheck items as they arrive (from workers, under xdist)."""
 
     def __init__(self) -> None:
         self._phases: dict[str, dict[str, Any]] = {}
+        self._fixture_calls: dict[str, list[Any]] = {}
 
     def add(self, report: Any) -> None:
-        """Keep a report if it belongs to an exportcheck item (it carries our properties)."""
-        names = [prop[0] for prop in getattr(report, "user_properties", ())]
-        if any(str(name).startswith(PROPERTY_PREFIX) for name in names):
+        """Keep a report if it belongs to an exportcheck item (it carries our properties),
+        and the fixture calls of any other test."""
+        properties = list(getattr(report, "user_properties", ()))
+        calls = [value for name, value in properties if name == API_CALL_PROPERTY]
+        if calls:  # every phase carries the test's properties: the last has them all
+            self._fixture_calls[report.nodeid] = calls
+            return
+        if any(str(name).startswith(PROPERTY_PREFIX) for name, _ in properties):
             self._phases.setdefault(report.nodeid, {})[report.when] = report
 
     def results(self) -> list[ItemResult]:
         """Every item that ran, ordered by node id (deterministic under xdist too)."""
-        found = (item_result(nodeid, phases) for nodeid, phases in self._phases.items())
+        found = [item_result(nodeid, phases) for nodeid, phases in self._phases.items()]
+        for nodeid, calls in self._fixture_calls.items():
+            found += fixture_results(nodeid, calls)
         return sorted((r for r in found if r is not None), key=lambda r: r.nodeid)
 
 

@@ -3,29 +3,10 @@
 from __future__ import annotations
 
 import re
-import textwrap
 
 import pytest
 from casekit import MLP_CASE, write_cases
-
-# A test module of the pytester project: the models are the ones cases/models.py
-# holds (the YAML cases' own classes), resolved the way a YAML target is.
-HEADER = """
-from pathlib import Path
-
-import torch
-from pytest_exportcheck.targets import resolve_target
-
-def model(name):
-    return resolve_target(f"models.py:{name}", Path(__file__).parent / "cases")()
-"""
-
-
-def write_test(pytester: pytest.Pytester, body: str, name: str = "test_model") -> str:
-    """A test file: HEADER, then ``body``. Returns its name (as messages show it)."""
-    source = HEADER + textwrap.dedent(body)
-    pytester.makepyfile(**{name: source})
-    return f"{name}.py"
+from casekit import write_api_test as write_test
 
 
 def line_of(pytester: pytest.Pytester, filename: str, text: str) -> int:
