@@ -79,7 +79,9 @@ def test_fixture_items_are_in_the_json_and_markdown_reports(
         "xfailed", "mutation", "python state baked in",
     )  # fmt: skip
     assert xfailed["message"].startswith("[mutation] after step 2/3: output:")
-    assert "| `test_model.py` | `counter` | `..` | `..` |" in (project.path / "report.md").read_text()
+    assert (
+        "| `test_model.py` | `counter` | `..` | `..` |" in (project.path / "report.md").read_text()
+    )
 
 
 def test_compare_names_a_fixture_item_that_regressed(project: pytest.Pytester) -> None:
