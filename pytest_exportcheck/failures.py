@@ -45,6 +45,11 @@ class ExportCheckError(Exception):
     def render(self) -> str:
         return f"[{self.stage}] {self.message}"
 
+    def match_text(self) -> str:
+        """What an xfail's ``match:`` searches: the whole failure, also on the items
+        that only point at it (their message is its headline)."""
+        return getattr(self, "_full_text", None) or self.render()
+
     def as_dependency(self, first_reported_by: str) -> ExportCheckError:
         """The same failure, for the other items it stops: headline and a pointer.
 
@@ -54,6 +59,7 @@ class ExportCheckError(Exception):
             f"{self.message.splitlines()[0]}\n(full report on {first_reported_by})"
         )
         pointer.__cause__ = self.__cause__
+        pointer._full_text = self.match_text()
         return pointer
 
 
@@ -87,6 +93,7 @@ class CaptureError(ExportCheckError):
             f"{self.message.splitlines()[0]}\n(full report on {first_reported_by})", self.kind
         )
         pointer.__cause__ = self.__cause__
+        pointer._full_text = self.match_text()
         return pointer
 
 
@@ -103,7 +110,11 @@ CAPTURE_FAILURE_KINDS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] 
         ),
         ("data-dependent", "dynamic control flow"),
     ),
-    ("constraint violation", ("ConstraintViolationError",), ("constraint violation",)),
+    (
+        "constraint violation",
+        ("ConstraintViolationError",),
+        ("constraint violation", "constraints violated", "specialized it to be a constant"),
+    ),
     (
         "pytree / output type",
         ("TreeSpecError",),

@@ -49,6 +49,22 @@ class Tied(nn.Module):
         return self.head(self.emb(ids))
 
 
+class BatchOne(nn.Module):
+    """A branch on batch == 1: exported at batch 4, every program keeps the other branch."""
+
+    def forward(self, x):
+        if x.shape[0] == 1:
+            return x * 2
+        return x - x.mean(0)
+
+
+class HalfRows(nn.Module):
+    """ExportDB's dynamic_shape_round: round() of a dynamic size is refused by export."""
+
+    def forward(self, x):
+        return x[: round(x.shape[0] / 2)]
+
+
 class ConvBatchNorm(nn.Module):
     """A torchvision-style conv/BatchNorm stem: eval mode never reads num_batches_tracked."""
 

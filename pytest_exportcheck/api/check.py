@@ -62,6 +62,7 @@ def check_model(
     name: str | None = None,
     timeout: float | None = None,
     xfail: Mapping[str, Any] | Iterable[Mapping[str, Any]] | None = None,
+    dynamic: Mapping[str, Any] | None = None,
 ) -> Report:
     """Capture ``model`` and run every applicable check, as a YAML case with these keys would.
 
@@ -73,14 +74,16 @@ def check_model(
     torch sees); ``xfail`` is the YAML ``xfail:`` (a mapping or a list of them,
     ``{"reason": ..., "checks": ["parity"], "stage": "parity", "match": "..."}``):
     an item it covers that fails as expected is ``xfailed``, one that passes
-    fails (strict, as in YAML). Returns the :class:`Report`; raises :class:`ExportCheckFailed`
-    if any item failed and :class:`InvalidCase` if the arguments are invalid.
+    fails (strict, as in YAML); ``dynamic`` is the YAML ``dynamic:`` (its ``shapes``
+    paths name ``args``/``kwargs`` as given here). Returns the :class:`Report`; raises
+    :class:`ExportCheckFailed` if any item failed and :class:`InvalidCase` if the
+    arguments are invalid.
     """
     __tracebackhide__ = True
     return _check(
         model, args, kwargs, captures=captures, checks=checks, expect=expect, devices=devices,
         seed=seed, loss_output=loss_output, name=name, timeout=timeout, xfail=xfail,
-        timeout_source="the timeout argument",
+        dynamic=dynamic, timeout_source="the timeout argument",
     )  # fmt: skip
 
 
@@ -179,6 +182,7 @@ def make_case(
     name: str | None = None,
     timeout: float | None = None,
     xfail: Mapping[str, Any] | Iterable[Mapping[str, Any]] | None = None,
+    dynamic: Mapping[str, Any] | None = None,
 ) -> tuple[Case, list[str]]:
     """The validated :class:`Case` a YAML file with these keys would give, and the devices.
 
@@ -202,6 +206,7 @@ def make_case(
     optional = {
         "checks": checks, "expect": expect, "loss_output": loss_output, "timeout": timeout,
         "xfail": xfail if xfail is None or isinstance(xfail, Mapping) else list(xfail),
+        "dynamic": dynamic,
     }  # fmt: skip
     raw.update({key: _plain(value) for key, value in optional.items() if value is not None})
     if isinstance(raw.get("checks"), str):
@@ -212,7 +217,11 @@ def make_case(
                 f"checks: {check!r} cannot run on a model given from Python: {why}", path, line
             )
     if checks is None:
-        raw["checks"] = [c for c in _all_checks() if c not in NOT_FROM_PYTHON]
+        raw["checks"] = [
+            c
+            for c in _all_checks()
+            if c not in NOT_FROM_PYTHON and (c != "shapes" or dynamic is not None)
+        ]
     try:
         case = case_from_mapping(name, raw, path, line)
     except SpecError as exc:

@@ -42,6 +42,8 @@ class CapturePath:
     not_applicable: Mapping[str, str] = field(default_factory=dict)
     # Why the installed torch cannot run this path (None: it can).
     unavailable: Callable[[], str | None] = _always_available
+    # Why the path cannot be given a case's dynamic dims (None: it takes dynamic_shapes).
+    static_only: str | None = None
 
 
 def _paths() -> dict[str, CapturePath]:
@@ -57,11 +59,18 @@ def _paths() -> dict[str, CapturePath]:
         "hierarchy": "a Dynamo GraphModule is flat: torch.export.unflatten takes an "
         "ExportedProgram, so there is no module hierarchy to restore",
         "moved": "move_to_device_pass takes an ExportedProgram",
+        "shapes": "shapes reads an ExportedProgram: its range constraints and the guards "
+        "of ep.module()",
     }
     return {
         "export": CapturePath(partial(capture_export, capture="export", strict=False)),
         "export-strict": CapturePath(partial(capture_export, capture="export-strict", strict=True)),
-        "dynamo": CapturePath(capture_dynamo, graph_only, dynamo_unavailable),
+        "dynamo": CapturePath(
+            capture_dynamo,
+            graph_only,
+            dynamo_unavailable,
+            static_only="dynamo_graph_capture_for_export takes no dynamic_shapes",
+        ),
         "dynamo-legacy": CapturePath(capture_dynamo_legacy, graph_only),
         "aot-joint": CapturePath(
             capture_aot_joint,
@@ -69,7 +78,9 @@ def _paths() -> dict[str, CapturePath]:
                 "hierarchy": "aot_export_module's joint graph keeps no module hierarchy, "
                 "so unflatten is not applicable",
                 "moved": "move_to_device_pass takes an ExportedProgram",
+                "shapes": "aot_export_module's joint graph has no range constraints",
             },
+            static_only="aot_export_module takes no dynamic_shapes",
         ),
     }
 
@@ -109,3 +120,8 @@ def not_applicable(capture_name: str, check: str) -> str | None:
 
 def unavailable(capture_name: str) -> str | None:
     return PATHS[capture_name].unavailable()
+
+
+def static_only(capture_name: str) -> str | None:
+    """Why ``capture_name`` cannot honour a case's dynamic dims (None: it can)."""
+    return PATHS[capture_name].static_only

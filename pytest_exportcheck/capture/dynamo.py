@@ -34,6 +34,10 @@ from typing import Any
 
 import torch
 
+from pytest_exportcheck.capture.dynamic_shapes import (
+    declared_dynamic_shapes,
+    dynamic_capture_error,
+)
 from pytest_exportcheck.capture.record import (
     STATE_KINDS,
     CaptureRecord,
@@ -99,15 +103,17 @@ def capture_dynamo(subject: Subject) -> GraphRecord:
 def capture_dynamo_legacy(subject: Subject) -> GraphRecord:
     model = subject.model_copy()
     args, kwargs = subject.inputs_copy()
+    dynamic = declared_dynamic_shapes(subject, model, args, kwargs)
     started = time.perf_counter()
     # Legacy export compiles through Dynamo's frame cache: the ninth export of
     # one forward (nine cases of one model class) would hit the recompile limit
     # and fail. Each capture starts from an empty cache instead.
     torch._dynamo.reset()
     try:
-        gm, _guards = torch._dynamo.export(model)(*args, **kwargs)
+        gm, _guards = torch._dynamo.export(model, dynamic_shapes=dynamic)(*args, **kwargs)
     except Exception as exc:
-        raise capture_error(exc, f"{subject.case.location}: torch._dynamo.export raised") from exc
+        context = f"{subject.case.location}: torch._dynamo.export raised"
+        raise dynamic_capture_error(exc, context, subject) from exc
     seconds = time.perf_counter() - started
     fed_inputs, paths = _fed_values(gm, subject)
     flat_names: dict[str, str] = gm.meta.get("dynamo_flat_name_to_original_fqn", {})

@@ -16,6 +16,10 @@ from typing import Any
 
 import torch
 
+from pytest_exportcheck.capture.dynamic_shapes import (
+    declared_dynamic_shapes,
+    dynamic_capture_error,
+)
 from pytest_exportcheck.capture.record import (
     DEFAULT_PREFIX,
     CaptureRecord,
@@ -27,7 +31,7 @@ from pytest_exportcheck.capture.record import (
     tensor_at,
 )
 from pytest_exportcheck.compat import parameters_to_mutate
-from pytest_exportcheck.failures import capture_error, describe_exception
+from pytest_exportcheck.failures import describe_exception
 from pytest_exportcheck.isolation import private_copy, quiet_torch_internals
 from pytest_exportcheck.subject import Subject
 
@@ -38,13 +42,14 @@ def capture_export(subject: Subject, capture: str, *, strict: bool) -> ProgramRe
     # to later eager runs.
     model = subject.model_copy()
     args, kwargs = subject.inputs_copy()
+    dynamic = declared_dynamic_shapes(subject, model, args, kwargs)
     started = time.perf_counter()
     try:
-        program = torch.export.export(model, args, kwargs, strict=strict)
+        program = torch.export.export(model, args, kwargs, strict=strict, dynamic_shapes=dynamic)
     except Exception as exc:
         mode = "strict" if strict else "non-strict"
-        raise capture_error(
-            exc, f"{subject.case.location}: torch.export.export ({mode}) raised"
+        raise dynamic_capture_error(
+            exc, f"{subject.case.location}: torch.export.export ({mode}) raised", subject
         ) from exc
     seconds = time.perf_counter() - started
     return ProgramRecord(

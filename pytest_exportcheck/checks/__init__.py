@@ -14,6 +14,7 @@ from pytest_exportcheck.checks.hierarchy import check_hierarchy
 from pytest_exportcheck.checks.moved import check_moved
 from pytest_exportcheck.checks.mutation import check_mutation
 from pytest_exportcheck.checks.parity import check_parity
+from pytest_exportcheck.checks.shapes import check_shapes
 from pytest_exportcheck.checks.signature import check_signature
 from pytest_exportcheck.spec import Case
 
@@ -24,11 +25,12 @@ CHECKS: dict[str, Check] = {
     "hierarchy": check_hierarchy,
     "mutation": check_mutation,
     "parity": check_parity,
+    "shapes": check_shapes,
     "moved": check_moved,
 }
 
 # Checks that compare values have nothing to compare on the meta device.
-VALUE_CHECKS = ("mutation", "parity", "moved")
+VALUE_CHECKS = ("mutation", "parity", "shapes", "moved")
 
 
 def not_applicable(check: str, capture: str, device: str) -> str | None:

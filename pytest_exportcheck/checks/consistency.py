@@ -44,6 +44,7 @@ def consistency_table(case: Case, records: dict[str, CaptureRecord]) -> Table:
     table.update(_lifted(records))
     table.update(_mutated(records))
     table.update(_user_inputs(records))
+    table.update(_dynamic_dims(case, records))
     table.update(_outputs(case, records))
     return table
 
@@ -175,6 +176,29 @@ def _user_inputs(records: dict[str, CaptureRecord]) -> Table:
             text = f"{NOT_COMPARED}: {text or '(none)'}; drops unread {', '.join(dropped)}"
         cells[capture] = text
     return {"user inputs": cells}
+
+
+def _dynamic_dims(case: Case, records: dict[str, CaptureRecord]) -> Table:
+    """Per declared placement: whether each capture's placeholder keeps the dim symbolic."""
+    if case.dynamic is None:
+        return {}
+    rows: Table = {}
+    for capture, record in records.items():
+        graph = getattr(record, "graph_module", None)
+        nodes = {} if graph is None else {n.name: n for n in graph.graph.nodes}
+        names = {p.target: p.name for p in record.placeholders if p.kind == "user_input"}
+        for placement in case.dynamic.placements:
+            node = nodes.get(names.get(placement.path, ""))
+            meta = {} if node is None else node.meta
+            value = meta.get("val", meta.get("example_value"))
+            row = f"dynamic: {placement.describe()} ({placement.dim})"
+            if not isinstance(value, torch.Tensor):
+                rows.setdefault(row, {})[capture] = f"{NOT_COMPARED} (no placeholder)"
+                continue
+            size = value.shape[placement.index]  # never compared with an int: see signature
+            cell = "symbolic" if isinstance(size, torch.SymInt) else f"static {size}"
+            rows.setdefault(row, {})[capture] = cell
+    return rows
 
 
 def _outputs(case: Case, records: dict[str, CaptureRecord]) -> Table:

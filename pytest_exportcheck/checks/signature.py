@@ -98,7 +98,7 @@ def _state_targets(model: torch.nn.Module, record: CaptureRecord) -> list[str]:
             )
         example = p.example
         if isinstance(example, torch.Tensor) and (
-            example.dtype != eager.dtype or tuple(example.shape) != tuple(eager.shape)
+            example.dtype != eager.dtype or not same_static_shape(example.shape, eager.shape)
         ):
             # The graph was traced for another tensor than the one its target names.
             findings.append(
@@ -222,7 +222,7 @@ def _input_matches(placeholder: Any, path: str, value: Any) -> list[str]:
                 f"{placeholder.name} (input {path}): a tensor input, but the graph expects "
                 f"{example!r}"
             ]
-        if example.dtype != value.dtype or tuple(example.shape) != tuple(value.shape):
+        if example.dtype != value.dtype or not same_static_shape(example.shape, value.shape):
             return [
                 f"{placeholder.name} (input {path}): graph expects {_describe(example)}, "
                 f"the case gives {_describe(value)}"
@@ -233,6 +233,21 @@ def _input_matches(placeholder: Any, path: str, value: Any) -> list[str]:
             f"the case gives {value!r}"
         ]
     return []
+
+
+def same_static_shape(graph_shape: Any, shape: Any) -> bool:
+    """Whether a placeholder's shape is ``shape``, its symbolic dims left to ``shapes``.
+
+    Never ``SymInt == int``: comparing evaluates the expression in the program's
+    ShapeEnv, which records a guard on it and specializes the dim in every
+    program made from ``ep`` afterwards (``ep.module()`` then refuses other sizes).
+    """
+    if len(graph_shape) != len(shape):
+        return False
+    return all(
+        isinstance(want, torch.SymInt) or int(want) == int(got)
+        for want, got in zip(graph_shape, shape, strict=True)
+    )
 
 
 def _expected_placeholders(case: Case, record: CaptureRecord) -> list[str]:

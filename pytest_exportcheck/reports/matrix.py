@@ -34,6 +34,7 @@ CHECK_LETTERS: dict[str, str] = {
     "hierarchy": "H",
     "mutation": "M",
     "parity": "P",
+    "shapes": "D",  # dynamic dims; S is signature's
     "moved": "V",
     "recorded": "R",
     "consistency": "C",

@@ -7,11 +7,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_exportcheck.spec.dynamic import DynamicSpec
+
 ALL_CHECKS: tuple[str, ...] = (
     "signature",
     "hierarchy",
     "mutation",
     "parity",
+    "shapes",
     "moved",
     "consistency",
     "recorded",
@@ -187,6 +190,8 @@ class Case:
     timeout: float | None = None
     xfails: tuple[XfailSpec, ...] = ()
     elsewhere: tuple[Elsewhere, ...] = ()
+    # `dynamic:`: the dims the captures are told are dynamic (None: every dim static).
+    dynamic: DynamicSpec | None = None
 
     @property
     def location(self) -> str:

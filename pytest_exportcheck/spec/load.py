@@ -5,6 +5,7 @@ Errors are kept per case: one broken case must not hide the others of its file.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import re
@@ -31,6 +32,7 @@ from pytest_exportcheck.spec.case import (
     ToleranceOverride,
     XfailSpec,
 )
+from pytest_exportcheck.spec.dynamic import DynamicSpec, parse_dynamic, tensor_paths
 from pytest_exportcheck.spec.errors import SpecError
 from pytest_exportcheck.spec.requirements import requirement_problems
 from pytest_exportcheck.spec.semantics import MAX_TENSOR_ELEMENTS, semantic_errors
@@ -254,7 +256,12 @@ def _build_case(
         inputs=raw["inputs"],
         seed=raw.get("seed", 0),
         captures=tuple(raw.get("captures", DEFAULT_CAPTURES)),
-        checks=tuple(c for c in ALL_CHECKS if c in raw.get("checks", ALL_CHECKS)),
+        # shapes has nothing to hold a case without dynamic dims to: no item at all.
+        checks=tuple(
+            c
+            for c in ALL_CHECKS
+            if c in raw.get("checks", ALL_CHECKS) and (c != "shapes" or "dynamic" in raw)
+        ),
         devices=tuple(raw["devices"]) if "devices" in raw else None,
         loss_output=raw.get("loss_output"),
         requires_torch=raw.get("torch"),
@@ -291,7 +298,21 @@ def _build_case(
         ),
         xfails=tuple(_xfail(x, conditions.get(id(x))) for x in xfail_list if applies(x)),
         elsewhere=tuple(_elsewhere(u) for u in unmet_conditions(written)),
+        dynamic=_dynamic(raw),
     )
+
+
+def _dynamic(raw: dict[str, Any]) -> DynamicSpec | None:
+    if "dynamic" not in raw:
+        return None
+    spec = parse_dynamic(raw["dynamic"], _key_line(raw, "dynamic"))
+    shapes = dict(tensor_paths(raw["inputs"]))  # none for a factory's or a caller's inputs
+    example = {
+        p.dim: shapes[p.path][p.index]
+        for p in spec.placements
+        if p.dim in spec.named and p.path in shapes
+    }
+    return dataclasses.replace(spec, example=example)
 
 
 def _xfail(x: Any, torch: str | None) -> XfailSpec:

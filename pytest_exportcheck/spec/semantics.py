@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from pytest_exportcheck.spec.case import ALL_CHECKS, DEFAULT_CAPTURES
+from pytest_exportcheck.spec.dynamic import dynamic_problems
 
 Problem = tuple[str, list[Any]]
 
@@ -26,6 +27,11 @@ MAX_TENSOR_ELEMENTS = 1 << 28
 def semantic_errors(case: dict[str, Any], max_elements: int = MAX_TENSOR_ELEMENTS) -> list[Problem]:
     problems = list(_xfail_scope(case))
     problems += list(_capture_options(case))
+    problems += list(dynamic_problems(case))
+    if "shapes" in case.get("checks", ()) and "dynamic" not in case:
+        problems.append(
+            ("check 'shapes' needs `dynamic:` dims to hold the programs to", ["checks"])
+        )
     inputs = case.get("inputs", {})
     if "factory" not in inputs:
         for index, value in enumerate(inputs.get("args", [])):

@@ -1,0 +1,151 @@
+"""A case's ``dynamic:`` → the ``dynamic_shapes`` argument torch's export functions take.
+
+torch wants a structure mirroring the inputs: a dict from ``forward``'s
+parameter names to, for each tensor, ``{dim index: Dim}`` (``None`` for an
+input with no dynamic dims; nested inputs nest the same way)::
+
+    dims:   {batch: {min: 1, max: 64}, seq2: {expr: 2*seq}}
+    shapes: {args[0]: {0: batch}, "kwargs['mask']": {0: batch}}
+    →  {"x": {0: Dim("batch", min=1, max=64)}, "mask": {0: Dim("batch", ...)}}
+
+One ``Dim`` object per named dim (torch ties dims by object and name), derived
+dims by arithmetic on it (``2 * seq``), markers as ``Dim.AUTO`` / ``STATIC`` /
+``DYNAMIC``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch.utils import _pytree as pytree
+
+from pytest_exportcheck.failures import CaptureError, CaseError, capture_error
+from pytest_exportcheck.isolation import render_input_path
+from pytest_exportcheck.spec.dynamic import DynamicSpec
+
+if TYPE_CHECKING:
+    from pytest_exportcheck.subject import Subject
+
+
+class DynamicShapesError(Exception):
+    """The spec cannot be given to this torch or this model (a marker it lacks, a path
+    that is not a tensor of the built inputs)."""
+
+
+def torch_dims(spec: DynamicSpec) -> dict[str, Any]:
+    """One torch object per dim and marker name."""
+    dim = torch.export.Dim
+    made: dict[str, Any] = {n: dim(n, min=d.min, max=d.max) for n, d in spec.named.items()}
+    for name, derived in spec.derived.items():
+        made[name] = derived.scale * made[derived.base] + derived.offset
+    for marker in ("auto", "static", "dynamic"):
+        value = getattr(dim, marker.upper(), None)
+        if value is not None:
+            made[marker] = value
+    return made
+
+
+def dynamic_shapes(
+    spec: DynamicSpec, model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> dict[str, Any]:
+    """The ``dynamic_shapes`` mapping for ``model(*args, **kwargs)``, keyed by parameter name."""
+    dims = torch_dims(spec)
+    missing = sorted({p.dim for p in spec.placements if p.dim not in dims})
+    if missing:
+        raise DynamicShapesError(
+            f"this torch has no Dim.{missing[0].upper()} (torch.export.Dim lacks it)"
+        )
+    wanted: dict[str, dict[int, Any]] = {}
+    for placement in spec.placements:
+        wanted.setdefault(placement.path, {})[placement.index] = dims[placement.dim]
+    found: set[str] = set()
+
+    def spec_for(path: tuple[Any, ...], leaf: Any) -> Any:
+        name = render_input_path(path)
+        if name in wanted:
+            found.add(name)
+            if not isinstance(leaf, torch.Tensor):
+                raise DynamicShapesError(f"{name} is a {type(leaf).__name__}, not a tensor")
+            return wanted[name]
+        return None
+
+    structure = pytree.tree_map_with_path(spec_for, (args, kwargs))
+    unknown = sorted(set(wanted) - found)
+    if unknown:
+        raise DynamicShapesError(f"{unknown[0]} is not an input of the built inputs")
+    arg_specs, kwarg_specs = structure
+    try:
+        bound = inspect.signature(model.forward).bind(*arg_specs, **kwarg_specs)
+    except TypeError as exc:
+        raise DynamicShapesError(f"cannot bind the inputs to forward's parameters: {exc}") from exc
+    return dict(bound.arguments)
+
+
+_SUGGESTED = re.compile(
+    r"^\s*(\w+)\s*=\s*(?:torch\.export\.)?Dim\(\s*['\"](\w+)['\"]\s*(.*?)\)\s*$"
+)
+
+
+def suggested_fix(exc: BaseException, spec: DynamicSpec) -> str | None:
+    """Torch's suggested fixes for a refused ``dynamic_shapes``, and the case lines for them.
+
+    Torch writes ``batch = Dim('batch', max=8)`` for a declared ``[1, 64]``: copied
+    as is, that drops the declared min (``[0, 8]``). The case line keeps it.
+    """
+    text = str(exc)
+    if "Suggested fixes:" not in text:
+        return None
+    lines = text.split("Suggested fixes:", 1)[1].strip().splitlines()
+    fixes, case_lines = [], []
+    for line in lines:
+        match = _SUGGESTED.match(line)
+        if match is None:
+            if line.strip() and not line.startswith(" " * 8):
+                fixes.append(line.strip())
+            continue
+        fixes.append(line.strip())
+        name, _, options = match.groups()
+        bounds = dict(re.findall(r"(min|max)\s*=\s*(\d+)", options))
+        declared = spec.named.get(name)
+        low = int(bounds.get("min", declared.min if declared else 0))
+        if "max" in bounds:
+            case_lines.append(f"{name}: {{min: {low}, max: {bounds['max']}}}")
+    if not fixes:
+        return None
+    shown = "torch suggests: " + "; ".join(fixes[:4])
+    if case_lines:
+        shown += "; in the case (keeping the declared min): " + "; ".join(case_lines)
+    return shown
+
+
+def declared_dynamic_shapes(
+    subject: Subject, model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> dict[str, Any] | None:
+    """``dynamic_shapes`` for a capture of ``subject`` (None: the case declares none);
+    a spec that does not fit the built inputs is the case's error."""
+    spec = subject.case.dynamic
+    if spec is None:
+        return None
+    try:
+        return dynamic_shapes(spec, model, args, kwargs)
+    except DynamicShapesError as exc:
+        where = subject.case.at(spec.line)
+        raise CaseError(f"{where}: dynamic: {exc}") from None
+
+
+def dynamic_capture_error(exc: BaseException, context: str, subject: Subject) -> CaptureError:
+    """The capture's failure; where it refused the declared dims, torch's fix beside the
+    case line that keeps the declared min."""
+    error = capture_error(exc, context)
+    spec = subject.case.dynamic
+    if spec is None or error.kind != "constraint violation":
+        return error
+    # Torch says which guard refused which dim on the lines after its headline.
+    reasons = [line.strip() for line in str(exc).splitlines() if line.startswith("  - ")][:3]
+    fix = suggested_fix(exc, spec)
+    lines = error.message.splitlines()
+    message = "\n".join([lines[0], *reasons, *([fix] if fix else []), *lines[1:]])
+    return CaptureError(message, error.kind)

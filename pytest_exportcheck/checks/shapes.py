@@ -1,0 +1,280 @@
+"""shapes: the dims a case declares dynamic stay dynamic, and every program holds across them.
+
+Export's own record (``ep.range_constraints``) is not enough to trust: strict
+export can specialize a named ``Dim`` silently, or record a range exactly as
+declared and still refuse sizes inside it; ``Dim.AUTO`` narrows without a word;
+lower bounds of 0, 1 and 2 are not enforced at run time. So the check reads
+what export recorded *and runs* sizes::
+
+    declared    batch [1, 64] at args[0] dim 0
+    recorded    placeholder x: f32[s0, 8], range_constraints s0: [1, 64]
+    run         min (1), max (64), a seeded size inside, the example; 0 and 1 where
+                allowed; the case's sizes:
+                eager vs ep.module() / unflatten(ep) / decomposed / saved and loaded
+    outside     max + 1 (and min - 1 where min > 2): each program must refuse it;
+                below a min of 0-2, a program that computes is judged by what it computes
+
+Findings name the dim, the size and the program; a size eager refuses and a
+program computes is one too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from typing import Any
+
+import torch
+
+from pytest_exportcheck.build import build_inputs
+from pytest_exportcheck.capture.record import CaptureRecord
+from pytest_exportcheck.checks.signal import no_signal
+from pytest_exportcheck.compare_values import Tolerance, compare_trees
+from pytest_exportcheck.failures import Note
+from pytest_exportcheck.isolation import seeded, to_device
+from pytest_exportcheck.spec import Case
+from pytest_exportcheck.spec.dynamic import MARKERS, DynamicSpec, resized_inputs
+
+# Elements per input at the largest checked size: a declared max of 512 x 64 would
+# make every size check a benchmark. The size actually run is said.
+SIZE_ELEMENTS_CAP = 1 << 20
+Sizes = dict[str, int]
+# Stands for the program(s) in a finding, so programs that fail alike share one line.
+PROGRAM = "\x00"
+
+
+def check_shapes(case: Case, record: CaptureRecord) -> list[str]:
+    spec = case.dynamic
+    assert spec is not None  # the item exists only for cases with dynamic dims
+    findings = declared_vs_recorded(spec, record)
+    if "factory" in case.inputs or not case.inputs:
+        # Sizes are made from the case's tensor specs; a factory or a caller gives one.
+        return [*findings, Note("note: sizes not run: the inputs come in one size only")]
+    findings += across_sizes(case, record, spec)
+    findings += outside_range(case, record, spec)
+    return findings
+
+
+# --- declared vs recorded ---------------------------------------------------------------
+
+
+def declared_vs_recorded(spec: DynamicSpec, record: CaptureRecord) -> list[str]:
+    """Each declared dim symbolic in the placeholders, with the declared range."""
+    program = getattr(record, "program", None)
+    if program is None:
+        return []
+    nodes = {n.name: n for n in program.graph.nodes if n.op == "placeholder"}
+    names = {p.target: p.name for p in record.placeholders if p.kind == "user_input"}
+    findings: list[str] = []
+    for placement in spec.placements:
+        node = nodes.get(names.get(placement.path, ""))
+        value = None if node is None else node.meta.get("val")
+        if not isinstance(value, torch.Tensor):
+            continue  # an input export dropped or took as a constant: the signature says
+        size = value.shape[placement.index]
+        what = f"{placement.dim} ({placement.describe()})"
+        if not isinstance(size, torch.SymInt):
+            if placement.dim in MARKERS:
+                findings.append(Note(f"note: {what} was made static: {size}"))
+            else:
+                findings.append(
+                    f"declared dim {what} was specialized to {size}: {record.capture} made "
+                    "it static, so the program takes only that size"
+                )
+            continue
+        if placement.dim not in spec.named:
+            continue
+        declared = spec.named[placement.dim]
+        recorded = _recorded_range(program, size)
+        if recorded is not None and recorded != (declared.min, declared.max):
+            findings.append(
+                f"declared dim {what} is [{declared.min}, {declared.max}], but "
+                f"{record.capture} narrowed it to [{recorded[0]}, {_bound(recorded[1])}] "
+                "(ep.range_constraints): the program refuses sizes the case allows"
+            )
+    return findings
+
+
+def _recorded_range(program: Any, size: torch.SymInt) -> tuple[int, Any] | None:
+    expr = size.node.expr
+    ranges = program.range_constraints
+    if expr not in ranges:
+        return None
+    value_range = ranges[expr]
+    lower, upper = value_range.lower, value_range.upper
+    return int(lower), (int(upper) if upper.is_finite else upper)
+
+
+def _bound(value: Any) -> str:
+    return str(value) if isinstance(value, int) else "inf"
+
+
+# --- sizes inside the range -------------------------------------------------------------
+
+
+def checked_sizes(case: Case, spec: DynamicSpec) -> list[tuple[str, Sizes]]:
+    """``(label, sizes)``: min, max (capped), a seeded size inside, the example, 0 and 1
+    where the range allows them, the case's own sizes; each assignment once."""
+    example = {name: spec.example.get(name, dim.min) for name, dim in spec.named.items()}
+    rng = random.Random(case.seed)
+    candidates: list[tuple[str, Sizes]] = [
+        ("min", {n: d.min for n, d in spec.named.items()}),
+        ("max", _capped(case, spec, {n: d.max for n, d in spec.named.items()})),
+        ("inside", {n: rng.randint(d.min, d.max) for n, d in spec.named.items()}),
+        ("example", example),
+    ]
+    for small in (0, 1):
+        if any(d.min <= small <= d.max for d in spec.named.values()):
+            sizes = {
+                n: small if d.min <= small <= d.max else example[n] for n, d in spec.named.items()
+            }
+            candidates.append((f"{small}", sizes))
+    candidates += [(f"sizes[{i}]", {**example, **s}) for i, s in enumerate(spec.sizes)]
+    seen: list[Sizes] = []
+    chosen = []
+    for label, sizes in candidates:
+        if sizes not in seen:
+            seen.append(sizes)
+            chosen.append((label, sizes))
+    return chosen
+
+
+def _capped(case: Case, spec: DynamicSpec, sizes: Sizes) -> Sizes:
+    """``sizes`` shrunk (largest dim halved first) until no input exceeds the cap."""
+    sizes = dict(sizes)
+    while _largest_input(case, spec, sizes) > SIZE_ELEMENTS_CAP:
+        name = max(sizes, key=lambda n: sizes[n] - spec.named[n].min)
+        if sizes[name] <= spec.named[name].min:
+            break
+        sizes[name] = max(spec.named[name].min, sizes[name] // 2)
+    return sizes
+
+
+def _largest_input(case: Case, spec: DynamicSpec, sizes: Sizes) -> int:
+    from pytest_exportcheck.spec.dynamic import tensor_paths
+
+    largest = 0
+    for _, shape in tensor_paths(resized_inputs(case.inputs, spec, sizes)):
+        numel = 1
+        for dim in shape:
+            numel *= dim
+        largest = max(largest, numel)
+    return largest
+
+
+def across_sizes(case: Case, record: CaptureRecord, spec: DynamicSpec) -> list[str]:
+    tolerance = Tolerance.of_case(case)
+    findings: list[str] = []
+    for label, sizes in checked_sizes(case, spec):
+        where = f"at {_show(sizes)} ({label})"
+        inputs = _inputs_at(case, spec, sizes, record.subject.device)
+        eager, eager_error = _run(lambda: record.subject.model_copy(), inputs, case.seed)
+        if eager_error is None and no_signal(eager, tolerance):
+            findings.append(Note(f"note: {where}: no eager output carries signal"))
+        found: dict[str, list[str]] = {}  # what went wrong (PROGRAM for the program) -> programs
+        for program, got, error in _programs_at(record, inputs, case.seed):
+            what = None
+            if eager_error is not None and error is None:
+                what = f"eager raised {eager_error}, but {PROGRAM} computed a result"
+            elif eager_error is None and error is not None:
+                what = f"{PROGRAM} refused a size inside the declared range: {error}"
+            elif eager_error is None:
+                problems = compare_trees(eager, got, tolerance=tolerance, names=("eager", program))
+                what = problems[0].replace(program, PROGRAM) if problems else None
+            if what is not None:
+                found.setdefault(what, []).append(program)
+        findings += _grouped(where, found)
+    return findings
+
+
+# --- sizes outside the range ------------------------------------------------------------
+
+
+def outside_range(case: Case, record: CaptureRecord, spec: DynamicSpec) -> list[str]:
+    """Above max every program must refuse; below min too where min > 2 (torch does not
+    enforce lower bounds of 0-2 at run time: there the result is judged instead)."""
+    example = {name: spec.example.get(name, dim.min) for name, dim in spec.named.items()}
+    tolerance = Tolerance.of_case(case)
+    findings: list[str] = []
+    for name, dim in spec.named.items():
+        tries = [(dim.max + 1, f"above {name}'s max {dim.max}")]
+        if dim.min >= 1:
+            tries.append((dim.min - 1, f"below {name}'s min {dim.min}"))
+        for size, why in tries:
+            sizes = {**example, name: size}
+            if _largest_input(case, spec, sizes) > SIZE_ELEMENTS_CAP:
+                continue
+            inputs = _inputs_at(case, spec, sizes, record.subject.device)
+            eager, eager_error = _run(lambda: record.subject.model_copy(), inputs, case.seed)
+            where = f"at {_show(sizes)} ({why})"
+            found: dict[str, list[str]] = {}
+            agreeing = []
+            for program, got, error in _programs_at(record, inputs, case.seed):
+                if error is not None:
+                    continue  # refused, as it should be
+                if size > dim.max or size > 2:
+                    what = (
+                        f"{PROGRAM} accepted a size outside the declared range "
+                        f"[{dim.min}, {dim.max}] and computed a result"
+                    )
+                elif eager_error is not None:
+                    what = (
+                        f"{PROGRAM} computed a result where eager raised {eager_error} (torch "
+                        "does not enforce lower bounds of 0-2 at run time)"
+                    )
+                else:
+                    names = ("eager", program)
+                    problems = compare_trees(eager, got, tolerance=tolerance, names=names)
+                    if not problems:
+                        agreeing.append(program)
+                        continue
+                    what = f"{PROGRAM} accepted it and " + problems[0].replace(program, PROGRAM)
+                found.setdefault(what, []).append(program)
+            findings += _grouped(where, found)
+            if agreeing:
+                accepted = f"{', '.join(agreeing)} accept it and agree with eager"
+                findings.append(Note(f"note: {where}: {accepted}"))
+    return findings
+
+
+def _programs_at(record: CaptureRecord, inputs: Any, seed: int) -> list[tuple[str, Any, Any]]:
+    """``(label, output, error)`` of every way of running the capture, each made fresh."""
+    return [
+        (runnable.label, *_run(lambda r=runnable: r.make()[0], inputs, seed))
+        for runnable in record.runnables()
+    ]
+
+
+# --- running -------------------------------------------------------------------------------
+
+
+def _inputs_at(case: Case, spec: DynamicSpec, sizes: Sizes, device: str) -> Any:
+    resized = dataclasses.replace(case, inputs=resized_inputs(case.inputs, spec, sizes))
+    with seeded(case.seed):
+        args, kwargs = build_inputs(resized)
+    return to_device((args, kwargs), device)
+
+
+def _run(make: Any, inputs: Any, seed: int) -> tuple[Any, str | None]:
+    """A fresh callable's output on a copy of ``inputs``, or the first line of its error."""
+    from pytest_exportcheck.isolation import clone_tree
+
+    args, kwargs = clone_tree(inputs)
+    try:
+        call = make()
+        with seeded(seed), torch.enable_grad():
+            return call(*args, **kwargs), None
+    except Exception as exc:
+        first = (str(exc).strip().splitlines() or [""])[0]
+        return None, f"{type(exc).__name__}: {first[:200]}"
+
+
+def _grouped(where: str, found: dict[str, list[str]]) -> list[str]:
+    """One finding per thing that went wrong, naming every program it went wrong in."""
+    return [
+        f"{where}: {what.replace(PROGRAM, ', '.join(labels))}" for what, labels in found.items()
+    ]
+
+
+def _show(sizes: Sizes) -> str:
+    return ", ".join(f"{name}={size}" for name, size in sizes.items())

@@ -1,0 +1,189 @@
+"""shapes: each declared dim stays dynamic with its range, and every program holds across it.
+
+Each finding is made to happen on purpose — by a model that really does it (a branch
+on batch 1, a size export refuses) or by corrupting what the capture returns — and
+its message is read.
+"""
+
+from __future__ import annotations
+
+import pytest
+from casekit import inject, write_cases
+
+BATCH = """
+cases:
+  mlp:
+    description: an MLP with a dynamic batch
+    model: {target: models.py:Mlp}
+    inputs: {args: [{shape: [3, 4]}]}
+    dynamic:
+      dims: {batch: {min: 2, max: 8}}
+      shapes:
+        args[0]: {0: batch}
+"""
+
+
+def run_shapes(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest("--exportcheck", "-k", "shapes", *args)
+
+
+def test_a_dynamic_batch_holds_across_its_range(project: pytest.Pytester) -> None:
+    write_cases(project, BATCH)
+    result = run_shapes(project)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["checks: D shapes"])
+
+
+def test_every_capture_gets_the_dims_and_static_paths_say_why_not(
+    project: pytest.Pytester,
+) -> None:
+    case = BATCH + "    captures: [export, export-strict, dynamo-legacy, dynamo]\n"
+    write_cases(project, case)
+    result = project.runpytest("--exportcheck", "-rs", "-k", "parity or shapes")
+    # dynamo-legacy takes dynamic_shapes (parity ran), but has no ExportedProgram for shapes;
+    # dynamo_graph_capture_for_export takes none: its items are n/a, saying so.
+    result.assert_outcomes(passed=5, skipped=3)
+    result.stdout.fnmatch_lines(
+        [
+            "SKIPPED [[]1[]] *: not applicable: dynamo_graph_capture_for_export takes no "
+            "dynamic_shapes, so it cannot honour the case's dynamic dims",
+        ]
+    )
+
+
+def test_a_branch_on_batch_one_is_found_at_the_declared_min(project: pytest.Pytester) -> None:
+    # Exported at batch 4 with min 1: the programs keep the batch > 1 branch and at batch 1
+    # compute x - mean (zeros) where eager doubles x. Nothing raises; only running shows it.
+    case = BATCH.replace("Mlp", "BatchOne").replace("min: 2", "min: 1")
+    write_cases(project, case)
+    result = run_shapes(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "- at batch=1 (min): output: 4 / 4 elements outside tolerance *eager *, "
+            "ep.module(), unflatten(ep), decomposed, saved and loaded 0*"
+        ]
+    )
+
+
+def test_a_specialized_dim_is_named_with_its_value(project: pytest.Pytester) -> None:
+    write_cases(project, BATCH)
+    inject(
+        project,
+        """
+        import copy
+        static = torch.export.export(copy.deepcopy(record.captured_model), record.subject.inputs_copy()[0])
+        record.program = static
+        record._runnables.clear()
+        """,
+    )
+    result = run_shapes(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "- declared dim batch (args[0] dim 0) was specialized to 3: export made it static, "
+            "so the program takes only that size",
+            "- at batch=2 (min): ep.module(), decomposed, saved and loaded refused a size inside "
+            "the declared range: AssertionError: Guard failed: x.size()[[]0[]] == 3",
+        ]
+    )
+
+
+def test_a_narrowed_range_constraint_is_a_finding(project: pytest.Pytester) -> None:
+    write_cases(project, BATCH)
+    inject(
+        project,
+        """
+        from torch.utils._sympy.value_ranges import ValueRanges
+        for symbol in list(record.program.range_constraints):
+            record.program.range_constraints[symbol] = ValueRanges(4, 8)
+        """,
+    )
+    result = run_shapes(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "- declared dim batch (args[0] dim 0) is [2, 8], but export narrowed it to [4, 8] "
+            "(ep.range_constraints): the program refuses sizes the case allows"
+        ]
+    )
+
+
+def test_a_program_that_accepts_a_size_above_max_is_a_finding(
+    project: pytest.Pytester,
+) -> None:
+    write_cases(project, BATCH)
+    # ep.module() replaced by the eager model: it computes whatever size it is given.
+    inject(
+        project,
+        """
+        import copy
+        record.fresh_module = lambda: copy.deepcopy(record.subject.pristine_model)
+        """,
+    )
+    result = run_shapes(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "- at batch=9 (above batch's max 8): ep.module() accepted a size outside the declared "
+            "range [2, 8] and computed a result"
+        ]
+    )
+    result.stdout.no_fnmatch_line("*unflatten(ep) accepted*")
+
+
+def test_a_size_export_refuses_is_a_constraint_violation_with_torchs_reasons(
+    project: pytest.Pytester,
+) -> None:
+    case = BATCH.replace("Mlp", "HalfRows").replace("[3, 4]", "[4, 3]")
+    write_cases(project, case)
+    result = run_shapes(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "[[]capture: constraint violation[]] cases/main.yaml:*: torch.export.export "
+            "(non-strict) raised: UserError: Constraints violated (batch)!*",
+            "- Not all values of batch = L[[]'x'[]].size()[[]0[]] in the specified range *",
+        ]
+    )
+
+
+def test_a_shapes_path_the_built_inputs_lack_is_the_cases_error(project: pytest.Pytester) -> None:
+    case = """
+cases:
+  mlp:
+    description: factory inputs
+    model: {target: models.py:Mlp}
+    inputs: {factory: models.py:make_inputs}
+    dynamic:
+      dims: {batch: {min: 2, max: 8}}
+      shapes:
+        kwargs['x']: {0: batch}
+"""
+    write_cases(project, case)
+    result = run_shapes(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "[[]case[]] cases/main.yaml:6: dynamic: kwargs[[]'x'[]] is not an input of the built inputs"
+        ]
+    )
+
+
+def test_consistency_compares_which_dims_each_capture_keeps_symbolic(
+    project: pytest.Pytester,
+) -> None:
+    write_cases(project, BATCH + "    captures: [export, export-strict]\n")
+    inject(
+        project,
+        """
+        import copy
+        static = torch.export.export(copy.deepcopy(record.captured_model), record.subject.inputs_copy()[0])
+        record.program = static
+        record.graph_module = static.graph_module
+        """,
+        capture="export-strict",
+    )
+    result = project.runpytest("--exportcheck", "-k", "consistency")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*dynamic: args[[]0[]] dim 0 (batch)*symbolic*static 3*"])
