@@ -18,8 +18,11 @@ import yaml
 
 from pytest_exportcheck.scaffold.errors import ScaffoldError, condense
 from pytest_exportcheck.scaffold.inputs import (
+    DYNAMIC_HELP,
     INPUT_HELP,
     InputSpecError,
+    dynamic_mapping,
+    parse_dynamic_spec,
     parse_input_spec,
     parse_kwarg_spec,
     snake_case,
@@ -73,6 +76,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SPEC", help=f"a positional forward argument, in order; {INPUT_HELP}")
     add("--kwarg", action="append", default=[], type=_arg(parse_kwarg_spec),
         metavar="NAME=SPEC", help="a keyword forward argument (SPEC as for --input)")
+    add("--dynamic", action="append", default=[], type=_arg(parse_dynamic_spec),
+        metavar="PLACEMENT", help=f"a dynamic dim, repeatable: {DYNAMIC_HELP}")
     add("--name", help="case name (default: snake_case of the target's attribute)")
     add("--description", help="the case's one-line description")
     add("--capture", action="append", choices=capture_names(), metavar="PATH",
@@ -224,6 +229,11 @@ def case_mapping(
         mapping["loss_output"] = args.loss_output
     if args.torch:
         mapping["torch"] = args.torch
+    if args.dynamic:
+        try:
+            mapping["dynamic"] = dynamic_mapping(args.dynamic)
+        except InputSpecError as exc:
+            raise ScaffoldError("case", str(exc)) from None
     return mapping
 
 

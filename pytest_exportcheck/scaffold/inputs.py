@@ -165,3 +165,49 @@ def target_reference(target: str, yaml_dir: Path, cwd: Path) -> str:
     except ValueError:  # another drive (Windows): only an absolute path works
         relative = str(model_file)
     return f"{Path(relative).as_posix()}:{attr}"
+
+
+DYNAMIC_HELP = (
+    "PATH:DIM=NAME[MIN..MAX] places a dynamic dim (args[0]:0=batch[1..64]); a later "
+    "placement of the same NAME may leave out the range; NAME=EXPR derives one "
+    "(args[1]:1=seq2=2*seq); NAME auto / static / dynamic is a marker"
+)
+_DYNAMIC = re.compile(
+    r"^(?P<path>(?:args|kwargs)\[.+\]):(?P<index>\d+)=(?P<name>[A-Za-z_]\w*)"
+    r"(?:\[(?P<low>\d+)\.\.(?P<high>\d+)\]|=(?P<expr>[^=]+))?$"
+)
+
+
+def parse_dynamic_spec(text: str) -> tuple[str, int, str, dict[str, Any] | None]:
+    """``args[0]:0=batch[1..64]`` → ``("args[0]", 0, "batch", {"min": 1, "max": 64})``;
+    the last element is None where the dim is declared elsewhere (or is a marker)."""
+    match = _DYNAMIC.match(text.strip())
+    if match is None:
+        raise InputSpecError(f"{text!r}: expected {DYNAMIC_HELP}")
+    path, index, name = match["path"], int(match["index"]), match["name"]
+    if match["low"] is not None:
+        low, high = int(match["low"]), int(match["high"])
+        if low > high:
+            raise InputSpecError(f"{text!r}: min {low} is above max {high}")
+        return path, index, name, {"min": low, "max": high}
+    if match["expr"] is not None:
+        return path, index, name, {"expr": match["expr"].strip()}
+    return path, index, name, None
+
+
+def dynamic_mapping(specs: list[tuple[str, int, str, dict[str, Any] | None]]) -> dict[str, Any]:
+    """The case's ``dynamic:`` from ``--dynamic`` placements (validated by the loader)."""
+    dims: dict[str, Any] = {}
+    shapes: dict[str, dict[int, str]] = {}
+    for path, index, name, declared in specs:
+        if declared is not None:
+            if name in dims and dims[name] != declared:
+                raise InputSpecError(f"dim {name!r} is declared twice, differently")
+            dims[name] = declared
+        elif name not in ("auto", "static", "dynamic") and name not in dims:
+            raise InputSpecError(
+                f"{path}:{index}={name}: {name!r} needs its range where first placed "
+                f"({path}:{index}={name}[MIN..MAX])"
+            )
+        shapes.setdefault(path, {})[index] = name
+    return {"dims": dims, "shapes": shapes}

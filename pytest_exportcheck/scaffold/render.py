@@ -204,6 +204,8 @@ def render(scaffold: Scaffold) -> str:
         out.append(f"    loss_output: {case['loss_output']}")
     if "torch" in case:
         out.append(f"    torch: {_flow(case['torch'])}")
+    if "dynamic" in case:
+        out += _dynamic_lines(case["dynamic"])
     if scaffold.requires:
         out += [f"    # REVIEW: {seen}" for _, seen in scaffold.requires]
         out.append(f"    requires: {_flow([req for req, _ in scaffold.requires])}")
@@ -232,6 +234,14 @@ def _inputs_lines(inputs: dict[str, Any]) -> list[str]:
     if inputs.get("kwargs"):
         lines.append("      kwargs:")
         lines += [f"        {_flow(k)}: {_flow(v)}" for k, v in inputs["kwargs"].items()]
+    return lines
+
+
+def _dynamic_lines(dynamic: dict[str, Any]) -> list[str]:
+    lines = ["    dynamic:", "      dims:"]
+    lines += [f"        {name}: {_flow(spec)}" for name, spec in dynamic["dims"].items()]
+    lines.append("      shapes:")
+    lines += [f"        {_flow(path)}: {_flow(dims)}" for path, dims in dynamic["shapes"].items()]
     return lines
 
 

@@ -183,6 +183,22 @@ def test_a_batchnorm_model_with_every_capture_passes_as_written(
     run_cases(project).assert_outcomes(passed=15, skipped=2)
 
 
+def test_dynamic_dims_are_written_and_the_case_passes_as_written(
+    project: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, _, err = scaffold(
+        project, capsys, "cases/models.py:Mlp", "--input", "3x4",
+        "--dynamic", "args[0]:0=batch[2..8]", "-o", "cases/mlp.yaml",
+    )  # fmt: skip
+    assert status == 0 and "ran the case on cpu: 5 passed" in err
+    case = yaml.safe_load((project.path / "cases" / "mlp.yaml").read_text())["cases"]["mlp"]
+    assert case["dynamic"] == {
+        "dims": {"batch": {"min": 2, "max": 8}},
+        "shapes": {"args[0]": {0: "batch"}},
+    }
+    run_cases(project, "-k", "shapes").assert_outcomes(passed=1)
+
+
 def test_without_run_nothing_is_amended(
     project: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:

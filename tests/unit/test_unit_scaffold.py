@@ -23,6 +23,8 @@ from pytest_exportcheck.scaffold.errors import ScaffoldError, condense
 from pytest_exportcheck.scaffold.inputs import (
     DEFAULT_INTEGER_HIGH,
     InputSpecError,
+    dynamic_mapping,
+    parse_dynamic_spec,
     parse_input_spec,
     parse_kwarg_spec,
     snake_case,
@@ -477,3 +479,25 @@ def test_torch_condition_is_written_and_validated(tmp_path: Path) -> None:
     bad = parser.parse_args(["m.py:Net", "--input", "2x4", "--torch", "2.10"])
     with pytest.raises(ScaffoldError, match="torch"):
         load_case("net", case_mapping(bad, "m.py:Net", "Net", tmp_path), tmp_path / "net.yaml")
+
+
+def test_dynamic_placements_become_the_cases_dynamic_mapping() -> None:
+    specs = [
+        parse_dynamic_spec("args[0]:0=batch[1..64]"),
+        parse_dynamic_spec("args[0]:1=seq[2..512]"),
+        parse_dynamic_spec("kwargs['mask']:0=batch"),
+        parse_dynamic_spec("args[1]:1=seq2=2*seq"),
+        parse_dynamic_spec("args[2]:0=auto"),
+    ]
+    assert dynamic_mapping(specs) == {
+        "dims": {"batch": {"min": 1, "max": 64}, "seq": {"min": 2, "max": 512},
+                 "seq2": {"expr": "2*seq"}},
+        "shapes": {"args[0]": {0: "batch", 1: "seq"}, "kwargs['mask']": {0: "batch"},
+                   "args[1]": {1: "seq2"}, "args[2]": {0: "auto"}},
+    }  # fmt: skip
+    with pytest.raises(InputSpecError, match="'batch' needs its range where first placed"):
+        dynamic_mapping([parse_dynamic_spec("args[0]:0=batch")])
+    with pytest.raises(InputSpecError, match="min 9 is above max 2"):
+        parse_dynamic_spec("args[0]:0=batch[9..2]")
+    with pytest.raises(InputSpecError, match="expected PATH:DIM=NAME"):
+        parse_dynamic_spec("args[0]=batch")
