@@ -44,6 +44,7 @@ class StageTimeout(BaseException):
 
     headline = ExportCheckError.headline
     render = ExportCheckError.render
+    match_text = ExportCheckError.match_text
     as_dependency = ExportCheckError.as_dependency
 
 

@@ -10,7 +10,8 @@ what export recorded *and runs* sizes::
     recorded    placeholder x: f32[s0, 8], range_constraints s0: [1, 64]
     run         min (1), max (64), a seeded size inside, the example; 0 and 1 where
                 allowed; the case's sizes:
-                eager vs ep.module() / unflatten(ep) / decomposed / saved and loaded
+                eager vs ep.module() / unflatten(ep) / decomposed / saved and loaded;
+                state over the mutation steps at the size inside
     outside     max + 1 (and min - 1 where min > 2): each program must refuse it;
                 below a min of 0-2, a program that computes is judged by what it computes
 
@@ -29,9 +30,11 @@ import torch
 from pytest_exportcheck.build import build_inputs
 from pytest_exportcheck.capture.record import CaptureRecord
 from pytest_exportcheck.checks.signal import no_signal
+from pytest_exportcheck.checks.steps import compare_step, lifted_state
 from pytest_exportcheck.compare_values import Tolerance, compare_trees
 from pytest_exportcheck.failures import Note
 from pytest_exportcheck.isolation import seeded, to_device
+from pytest_exportcheck.runs import run_steps
 from pytest_exportcheck.spec import Case
 from pytest_exportcheck.spec.dynamic import MARKERS, DynamicSpec, resized_inputs
 
@@ -51,6 +54,7 @@ def check_shapes(case: Case, record: CaptureRecord) -> list[str]:
         # Sizes are made from the case's tensor specs; a factory or a caller gives one.
         return [*findings, Note("note: sizes not run: the inputs come in one size only")]
     findings += across_sizes(case, record, spec)
+    findings += stepped_at_another_size(case, record, spec)
     findings += outside_range(case, record, spec)
     return findings
 
@@ -184,6 +188,47 @@ def across_sizes(case: Case, record: CaptureRecord, spec: DynamicSpec) -> list[s
             if what is not None:
                 found.setdefault(what, []).append(program)
         findings += _grouped(where, found)
+    return findings
+
+
+def stepped_at_another_size(case: Case, record: CaptureRecord, spec: DynamicSpec) -> list[str]:
+    """State over the mutation check's steps at one size other than the example (the
+    seeded one inside the range where it differs): an update whose size follows a
+    dynamic dim (a running statistic over the batch) must keep up there too. Only for
+    models that mutate state."""
+    if not record.subject.eager.mutated_state:
+        return []
+    example = {n: spec.example.get(n) for n in spec.named}
+    others = [c for c in checked_sizes(case, spec) if c[1] != example]
+    if not others:
+        return []
+    label, sizes = next((c for c in others if c[0] == "inside"), others[0])
+    steps = case.expect.mutation_steps
+    where = f"at {_show(sizes)} ({label}), over {steps} steps"
+    inputs = _inputs_at(case, spec, sizes, record.subject.device)
+    tolerance = Tolerance.of_case(case)
+    try:
+        eager_steps = run_steps(
+            record.subject.model_copy(), inputs, steps=steps, seed=case.seed, eager=True
+        )
+    except Exception:
+        return []  # eager refuses this size: across_sizes says so
+    lifted = lifted_state(record)
+    findings: list[str] = []
+    for runnable in record.runnables():
+        if not runnable.stateful:
+            continue
+        try:
+            call, module = runnable.make()
+            runs = run_steps(call, inputs, steps=steps, seed=case.seed, state_of=module)
+        except Exception:
+            continue  # a refused size is across_sizes' finding
+        for index, (want, got) in enumerate(zip(eager_steps, runs, strict=True), start=1):
+            groups = record.subject.tensor_groups
+            problems = compare_step(want, got, runnable.label, lifted, groups, tolerance)
+            if problems:
+                findings.append(f"{where}: after step {index}: {problems[0]}")
+                break
     return findings
 
 

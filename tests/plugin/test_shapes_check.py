@@ -187,3 +187,28 @@ def test_consistency_compares_which_dims_each_capture_keeps_symbolic(
     result = project.runpytest("--exportcheck", "-k", "consistency")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*dynamic: args[[]0[]] dim 0 (batch)*symbolic*static 3*"])
+
+
+def test_state_that_falls_behind_at_another_size_is_a_finding(project: pytest.Pytester) -> None:
+    write_cases(project, BATCH.replace("Mlp", "Counter"))
+    # ep.module() drops the count update at every batch but the example's 3 (the
+    # mutation check, at 3, cannot see it). Stepped here at the first other size, min.
+    inject(
+        project,
+        """
+        make = record.fresh_module
+        def forgetful():
+            module = make()
+            def undo(m, args, out):
+                if args[0].shape[0] != 3:
+                    m.count.sub_(1)
+            module.register_forward_hook(undo)
+            return module
+        record.fresh_module = forgetful
+        """,
+    )
+    result = run_shapes(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["- at batch=2 (min), over 3 steps: after step 1: state 'count': *eager 1, ep.module() *"]
+    )
