@@ -73,6 +73,7 @@ def drifts(capture: str, before: Any, after: Any) -> list[Drift]:
         ("placeholders", _placeholders),
         ("modules", _modules),
         ("mutations", _mutations),
+        ("dims", _dims),
     ):
         old, new = before.get(aspect), after.get(aspect)
         if old != new:
@@ -91,6 +92,16 @@ def group(found: Iterable[tuple[str, Drift]]) -> list[DriftGroup]:
         members.sort(key=lambda member: member[0])
         groups.append(DriftGroup(kind, [who for who, _ in members], members[0][1].example))
     return sorted(groups, key=lambda g: (-len(g.items), g.kind))
+
+
+def _dims(old: Any, new: Any) -> tuple[str, str]:
+    """How a declared dim is kept: ``dynamic dims``, e.g. ``args[0] dim 0 (batch): symbolic
+    [1, 64] now static 4``."""
+    old, new = old or {}, new or {}
+    for key in sorted(set(old) | set(new)):
+        if old.get(key) != new.get(key):
+            return "dynamic dims", f"{key}: {old.get(key, 'absent')} now {new.get(key, 'absent')}"
+    return "dynamic dims", "changed"
 
 
 def _placeholders(old: Any, new: Any) -> tuple[str, str]:

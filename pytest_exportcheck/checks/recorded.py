@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
+
 from pytest_exportcheck.capture.export import ProgramRecord
 from pytest_exportcheck.capture.record import CaptureRecord, DecompositionError
 from pytest_exportcheck.checks.listdiff import list_diff
@@ -64,11 +66,46 @@ def observe(record: CaptureRecord) -> dict[str, Any]:
                 "parameters": sorted(recorded.parameters),
                 "user_inputs": sorted(recorded.user_inputs),
             }
-    return {
+    observation: dict[str, Any] = {
         "placeholders": [[p.name, p.kind, p.target] for p in record.placeholders],
         "modules": modules,
         "mutations": mutations,
     }
+    if record.subject.case.dynamic is not None:
+        observation["dims"] = observe_dims(record)
+    return observation
+
+
+def observe_dims(record: CaptureRecord) -> dict[str, str]:
+    """Each declared placement as the capture keeps it: ``symbolic [1, 64]`` (the range
+    export recorded), ``symbolic`` (no range: a Dynamo graph), ``static 3``, or absent."""
+    spec = record.subject.case.dynamic
+    assert spec is not None
+    graph = getattr(record, "graph_module", None)
+    nodes = {} if graph is None else {n.name: n for n in graph.graph.nodes}
+    names = {p.target: p.name for p in record.placeholders if p.kind == "user_input"}
+    ranges = getattr(getattr(record, "program", None), "range_constraints", {})
+    observed = {}
+    for placement in spec.placements:
+        node = nodes.get(names.get(placement.path, ""))
+        meta = {} if node is None else node.meta
+        value = meta.get("val", meta.get("example_value"))
+        key = f"{placement.describe()} ({placement.dim})"
+        if not isinstance(value, torch.Tensor):
+            observed[key] = "no placeholder"
+            continue
+        size = value.shape[placement.index]  # read, never compared: see checks/signature.py
+        if not isinstance(size, torch.SymInt):
+            observed[key] = f"static {size}"
+            continue
+        expr = size.node.expr
+        bounds = ranges.get(expr)
+        if bounds is None:
+            observed[key] = f"symbolic {expr}" if not expr.is_symbol else "symbolic"
+        else:
+            upper = int(bounds.upper) if bounds.upper.is_finite else "inf"
+            observed[key] = f"symbolic [{int(bounds.lower)}, {upper}]"
+    return observed
 
 
 @dataclass
@@ -139,7 +176,7 @@ def compare(
             f"the capture's outcome differs {since} ({where}):\n  recorded: {was}\n  now: {now}"
         ]
     findings = []
-    for aspect in ("placeholders", "modules", "mutations"):
+    for aspect in ("placeholders", "modules", "mutations", "dims"):
         want, got = expected.get(aspect), actual.get(aspect)
         if want == got:
             continue

@@ -7,6 +7,8 @@ its message is read.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from casekit import inject, write_cases
 
@@ -211,4 +213,26 @@ def test_state_that_falls_behind_at_another_size_is_a_finding(project: pytest.Py
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         ["- at batch=2 (min), over 3 steps: after step 1: state 'count': *eager 1, ep.module() *"]
+    )
+
+
+def test_the_recorded_observation_keeps_each_dims_range(project: pytest.Pytester) -> None:
+    # A later torch that narrows or specializes the dim fails `recorded` with the change.
+    write_cases(project, BATCH)
+    project.runpytest("--exportcheck", "--exportcheck-update").assert_outcomes(passed=6)
+    recorded = json.loads((project.path / "cases" / "main.recorded.json").read_text())
+    (section,) = recorded["torch"].values()
+    assert section["mlp"]["export"]["dims"] == {"args[0] dim 0 (batch)": "symbolic [2, 8]"}
+    inject(
+        project,
+        """
+        from torch.utils._sympy.value_ranges import ValueRanges
+        for symbol in list(record.program.range_constraints):
+            record.program.range_constraints[symbol] = ValueRanges(4, 8)
+        """,
+    )
+    result = project.runpytest("--exportcheck", "-k", "recorded")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*args[[]0[]] dim 0 (batch)*symbolic [[]2, 8[]]*symbolic [[]4, 8[]]*"]
     )

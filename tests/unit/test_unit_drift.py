@@ -114,3 +114,15 @@ def test_groups_count_items_most_common_first_with_the_first_items_example() -> 
         ("dynamo lifted state", ["c[dynamo]"], "-x"),
     ]
     assert groups[0].line() == "export placeholder names: 2 items, e.g. a[export]: a_old now a_new"
+
+
+def test_a_dim_a_torch_made_static_is_a_dynamic_dims_drift() -> None:
+    before = {**observation(), "dims": {"args[0] dim 0 (batch)": "symbolic [1, 64]"}}
+    after = {**observation(), "dims": {"args[0] dim 0 (batch)": "static 4"}}
+    assert kinds(before, after) == [
+        ("export dynamic dims", "args[0] dim 0 (batch): symbolic [1, 64] now static 4")
+    ]
+    narrowed = {**observation(), "dims": {"args[0] dim 0 (batch)": "symbolic [2, 64]"}}
+    assert kinds(before, narrowed)[0][1] == (
+        "args[0] dim 0 (batch): symbolic [1, 64] now symbolic [2, 64]"
+    )
