@@ -25,6 +25,7 @@ import warnings
 import torch
 
 from pytest_exportcheck.capture.record import STATE_KINDS, CaptureRecord, DecompositionError
+from pytest_exportcheck.capture.symbolic import kept_dims
 from pytest_exportcheck.checks.differences import classify, unread_state
 from pytest_exportcheck.checks.signature import is_traced_constant
 from pytest_exportcheck.compare_values import Tolerance, compare_trees
@@ -179,25 +180,16 @@ def _user_inputs(records: dict[str, CaptureRecord]) -> Table:
 
 
 def _dynamic_dims(case: Case, records: dict[str, CaptureRecord]) -> Table:
-    """Per declared placement: whether each capture's placeholder keeps the dim symbolic."""
+    """Per declared placement: whether each capture keeps the dim symbolic (ranges are the
+    shapes check's: Dynamo graphs record none, which is no disagreement)."""
     if case.dynamic is None:
         return {}
     rows: Table = {}
     for capture, record in records.items():
-        graph = getattr(record, "graph_module", None)
-        nodes = {} if graph is None else {n.name: n for n in graph.graph.nodes}
-        names = {p.target: p.name for p in record.placeholders if p.kind == "user_input"}
-        for placement in case.dynamic.placements:
-            node = nodes.get(names.get(placement.path, ""))
-            meta = {} if node is None else node.meta
-            value = meta.get("val", meta.get("example_value"))
+        for placement, kept in kept_dims(record, case.dynamic.placements).items():
             row = f"dynamic: {placement.describe()} ({placement.dim})"
-            if not isinstance(value, torch.Tensor):
-                rows.setdefault(row, {})[capture] = f"{NOT_COMPARED} (no placeholder)"
-                continue
-            size = value.shape[placement.index]  # never compared with an int: see signature
-            cell = "symbolic" if isinstance(size, torch.SymInt) else f"static {size}"
-            rows.setdefault(row, {})[capture] = cell
+            cell = {"symbolic": "symbolic", "absent": f"{NOT_COMPARED} (no placeholder)"}
+            rows.setdefault(row, {})[capture] = cell.get(kept.kind, kept.describe())
     return rows
 
 

@@ -19,10 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import torch
-
 from pytest_exportcheck.capture.export import ProgramRecord
 from pytest_exportcheck.capture.record import CaptureRecord, DecompositionError
+from pytest_exportcheck.capture.symbolic import kept_dims
 from pytest_exportcheck.checks.listdiff import list_diff
 from pytest_exportcheck.drift import Drift, drifts
 from pytest_exportcheck.failures import CaptureError, CaseError
@@ -78,34 +77,13 @@ def observe(record: CaptureRecord) -> dict[str, Any]:
 
 def observe_dims(record: CaptureRecord) -> dict[str, str]:
     """Each declared placement as the capture keeps it: ``symbolic [1, 64]`` (the range
-    export recorded), ``symbolic`` (no range: a Dynamo graph), ``static 3``, or absent."""
+    export recorded), ``symbolic`` (a Dynamo graph: no ranges), ``static 3``."""
     spec = record.subject.case.dynamic
     assert spec is not None
-    graph = getattr(record, "graph_module", None)
-    nodes = {} if graph is None else {n.name: n for n in graph.graph.nodes}
-    names = {p.target: p.name for p in record.placeholders if p.kind == "user_input"}
-    ranges = getattr(getattr(record, "program", None), "range_constraints", {})
-    observed = {}
-    for placement in spec.placements:
-        node = nodes.get(names.get(placement.path, ""))
-        meta = {} if node is None else node.meta
-        value = meta.get("val", meta.get("example_value"))
-        key = f"{placement.describe()} ({placement.dim})"
-        if not isinstance(value, torch.Tensor):
-            observed[key] = "no placeholder"
-            continue
-        size = value.shape[placement.index]  # read, never compared: see checks/signature.py
-        if not isinstance(size, torch.SymInt):
-            observed[key] = f"static {size}"
-            continue
-        expr = size.node.expr
-        bounds = ranges.get(expr)
-        if bounds is None:
-            observed[key] = f"symbolic {expr}" if not expr.is_symbol else "symbolic"
-        else:
-            upper = int(bounds.upper) if bounds.upper.is_finite else "inf"
-            observed[key] = f"symbolic [{int(bounds.lower)}, {upper}]"
-    return observed
+    return {
+        f"{placement.describe()} ({placement.dim})": kept.describe()
+        for placement, kept in kept_dims(record, spec.placements).items()
+    }
 
 
 @dataclass

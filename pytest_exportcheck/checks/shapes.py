@@ -29,6 +29,7 @@ import torch
 
 from pytest_exportcheck.build import build_inputs
 from pytest_exportcheck.capture.record import CaptureRecord
+from pytest_exportcheck.capture.symbolic import kept_dims
 from pytest_exportcheck.checks.signal import no_signal
 from pytest_exportcheck.checks.steps import compare_step, lifted_state
 from pytest_exportcheck.compare_values import Tolerance, compare_trees
@@ -64,53 +65,30 @@ def check_shapes(case: Case, record: CaptureRecord) -> list[str]:
 
 def declared_vs_recorded(spec: DynamicSpec, record: CaptureRecord) -> list[str]:
     """Each declared dim symbolic in the placeholders, with the declared range."""
-    program = getattr(record, "program", None)
-    if program is None:
+    if getattr(record, "program", None) is None:
         return []
-    nodes = {n.name: n for n in program.graph.nodes if n.op == "placeholder"}
-    names = {p.target: p.name for p in record.placeholders if p.kind == "user_input"}
     findings: list[str] = []
-    for placement in spec.placements:
-        node = nodes.get(names.get(placement.path, ""))
-        value = None if node is None else node.meta.get("val")
-        if not isinstance(value, torch.Tensor):
-            continue  # an input export dropped or took as a constant: the signature says
-        size = value.shape[placement.index]
+    for placement, kept in kept_dims(record, spec.placements).items():
         what = f"{placement.dim} ({placement.describe()})"
-        if not isinstance(size, torch.SymInt):
+        if kept.kind == "static":
             if placement.dim in MARKERS:
-                findings.append(Note(f"note: {what} was made static: {size}"))
+                findings.append(Note(f"note: {what} was made static: {kept.size}"))
             else:
                 findings.append(
-                    f"declared dim {what} was specialized to {size}: {record.capture} made "
-                    "it static, so the program takes only that size"
+                    f"declared dim {what} was specialized to {kept.size}: {record.capture} "
+                    "made it static, so the program takes only that size"
                 )
             continue
-        if placement.dim not in spec.named:
-            continue
-        declared = spec.named[placement.dim]
-        recorded = _recorded_range(program, size)
-        if recorded is not None and recorded != (declared.min, declared.max):
+        declared = spec.named.get(placement.dim)
+        if kept.kind != "symbolic" or declared is None or kept.range is None:
+            continue  # an input export dropped (the signature says), or a derived dim
+        if kept.range != (declared.min, declared.max):
             findings.append(
                 f"declared dim {what} is [{declared.min}, {declared.max}], but "
-                f"{record.capture} narrowed it to [{recorded[0]}, {_bound(recorded[1])}] "
+                f"{record.capture} narrowed it to [{kept.range[0]}, {kept.range[1]}] "
                 "(ep.range_constraints): the program refuses sizes the case allows"
             )
     return findings
-
-
-def _recorded_range(program: Any, size: torch.SymInt) -> tuple[int, Any] | None:
-    expr = size.node.expr
-    ranges = program.range_constraints
-    if expr not in ranges:
-        return None
-    value_range = ranges[expr]
-    lower, upper = value_range.lower, value_range.upper
-    return int(lower), (int(upper) if upper.is_finite else upper)
-
-
-def _bound(value: Any) -> str:
-    return str(value) if isinstance(value, int) else "inf"
 
 
 # --- sizes inside the range -------------------------------------------------------------

@@ -37,6 +37,7 @@ from pytest_exportcheck.capture.record import (
     named_tensors,
     tensor_at,
 )
+from pytest_exportcheck.capture.symbolic import same_static_shape
 from pytest_exportcheck.checks.listdiff import partition_differences, side_by_side
 from pytest_exportcheck.spec import Case
 from pytest_exportcheck.spec.versions import placeholder_notes
@@ -233,21 +234,6 @@ def _input_matches(placeholder: Any, path: str, value: Any) -> list[str]:
             f"the case gives {value!r}"
         ]
     return []
-
-
-def same_static_shape(graph_shape: Any, shape: Any) -> bool:
-    """Whether a placeholder's shape is ``shape``, its symbolic dims left to ``shapes``.
-
-    Never ``SymInt == int``: comparing evaluates the expression in the program's
-    ShapeEnv, which records a guard on it and specializes the dim in every
-    program made from ``ep`` afterwards (``ep.module()`` then refuses other sizes).
-    """
-    if len(graph_shape) != len(shape):
-        return False
-    return all(
-        isinstance(want, torch.SymInt) or int(want) == int(got)
-        for want, got in zip(graph_shape, shape, strict=True)
-    )
 
 
 def _expected_placeholders(case: Case, record: CaptureRecord) -> list[str]:
