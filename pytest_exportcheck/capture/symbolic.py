@@ -10,6 +10,7 @@ then refuses every other size. So sizes are only ever inspected here: is it a
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,7 +47,8 @@ def kept_dims(record: CaptureRecord, placements: tuple[Placement, ...]) -> dict[
     nodes = {} if graph is None else {n.name: n for n in graph.graph.nodes}
     names = {p.target: p.name for p in record.placeholders if p.kind == "user_input"}
     ranges: Any = getattr(program, "range_constraints", {})
-    kept = {}
+    kept: dict[Placement, KeptDim] = {}
+    symbols: dict[str, str] = {}  # s27 -> batch: torch numbers symbols differently per version
     for placement in placements:
         node = nodes.get(names.get(placement.path, ""))
         meta = {} if node is None else node.meta
@@ -59,12 +61,19 @@ def kept_dims(record: CaptureRecord, placements: tuple[Placement, ...]) -> dict[
             kept[placement] = KeptDim("static", size=int(size))
             continue
         expr = size.node.expr
+        if expr.is_symbol:
+            symbols.setdefault(str(expr), placement.dim)
         bounds = ranges.get(expr) if expr.is_symbol else None
         if bounds is None:
             kept[placement] = KeptDim("symbolic", expr=None if expr.is_symbol else str(expr))
             continue
         upper: int | str = int(bounds.upper) if bounds.upper.is_finite else "inf"
         kept[placement] = KeptDim("symbolic", range=(int(bounds.lower), upper))
+    # A derived dim reads in the case's names (2*seq), the same on every torch.
+    for placement, dim in kept.items():
+        if dim.expr is not None:
+            named = re.sub(r"\bs\d+\b", lambda m: symbols.get(m[0], "s"), dim.expr)
+            kept[placement] = KeptDim("symbolic", expr=named)
     return kept
 
 
