@@ -143,9 +143,10 @@ def dynamic_capture_error(exc: BaseException, context: str, subject: Subject) ->
     spec = subject.case.dynamic
     if spec is None or error.kind != "constraint violation":
         return error
-    # Torch says which guard refused which dim on the lines after its headline.
+    # Torch says which guard refused which dim on indented lines; they come first, once.
     reasons = [line.strip() for line in str(exc).splitlines() if line.startswith("  - ")][:3]
     fix = suggested_fix(exc, spec)
-    lines = error.message.splitlines()
-    message = "\n".join([lines[0], *reasons, *([fix] if fix else []), *lines[1:]])
+    head, *rest = error.message.splitlines()
+    rest = [line for line in rest if line.strip() not in reasons]
+    message = "\n".join([head, *reasons, *([fix] if fix else []), *rest])
     return CaptureError(message, error.kind)

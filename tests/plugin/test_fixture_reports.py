@@ -16,7 +16,7 @@ OFF = ["-p", "no:cacheprovider"]
 
 TESTS = """
 def test_counter(exportcheck):
-    exportcheck(model("Counter"), args=(torch.randn(2, 4),), captures=["export", "dynamo"],
+    exportcheck(model("Counter"), args=(torch.randn(2, 4),), captures=["export", "dynamo-legacy"],
                 checks=["mutation", "parity"], name="counter")
 
 def test_python_state(exportcheck):
@@ -46,7 +46,7 @@ def test_fixture_items_are_in_the_matrix_under_their_test_file(
     result.stdout.fnmatch_lines(
         [
             "*= exportcheck matrix =*",
-            "*export  dynamo",
+            "*export  dynamo-legacy",
             "case*MP*MP",
             "test_model.py",
             "  counter*..*..",
@@ -63,9 +63,9 @@ def test_fixture_items_are_in_the_json_and_markdown_reports(
     run(project, *dist, "--exportcheck-report", "report.json")
     found = items(project, "report.json")
     assert sorted(found) == [
-        f"{COUNTER}::mutation[dynamo-cpu]",
+        f"{COUNTER}::mutation[dynamo-legacy-cpu]",
         f"{COUNTER}::mutation[export-cpu]",
-        f"{COUNTER}::parity[dynamo-cpu]",
+        f"{COUNTER}::parity[dynamo-legacy-cpu]",
         f"{COUNTER}::parity[export-cpu]",
         f"{PYTHON_STATE}::mutation[export-cpu]",
     ]

@@ -163,15 +163,15 @@ def test_an_update_that_changes_no_value_is_vacuous_without_records(
 ) -> None:
     # The stepped runs cannot tell a program that drops `zero_()` on a zero buffer. Export's
     # records show the mutation (passes above); Dynamo keeps none, so nothing shows it.
-    case = MLP_CASE.replace("Mlp", "ZeroScratch") + "    captures: [export, dynamo]\n"
+    case = MLP_CASE.replace("Mlp", "ZeroScratch") + "    captures: [export, dynamo-legacy]\n"
     write_cases(project, case)
     result = run_mutation(project)
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*mutation[[]dynamo-cpu[]]*",
+            "*mutation[[]dynamo-legacy-cpu[]]*",
             "*vacuous: eager's update of scratch leaves the values as they were over 3 step(s), "
-            "so the stepped runs cannot tell a program that drops it, and dynamo keeps no "
+            "so the stepped runs cannot tell a program that drops it, and dynamo-legacy keeps no "
             "mutation records.*",
         ]
     )

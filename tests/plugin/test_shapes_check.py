@@ -85,8 +85,9 @@ def test_a_specialized_dim_is_named_with_its_value(project: pytest.Pytester) -> 
         [
             "- declared dim batch (args[0] dim 0) was specialized to 3: export made it static, "
             "so the program takes only that size",
-            "- at batch=2 (min): ep.module(), decomposed, saved and loaded refused a size inside "
-            "the declared range: AssertionError: Guard failed: x.size()[[]0[]] == 3",
+            # 2.6-2.8 refuse in an input check, later torch in a guard function: either way.
+            "- at batch=2 (min): ep.module(), *decomposed, saved and loaded refused a size "
+            "inside the declared range: *",
         ]
     )
 
@@ -145,7 +146,7 @@ def test_a_size_export_refuses_is_a_constraint_violation_with_torchs_reasons(
         [
             "[[]capture: constraint violation[]] cases/main.yaml:*: torch.export.export "
             "(non-strict) raised: UserError: Constraints violated (batch)!*",
-            "- Not all values of batch = L[[]'x'[]].size()[[]0[]] in the specified range *",
+            "- Not all values of batch = L[[]*[]].size()[[]0[]] in the specified range *",
         ]
     )
 
