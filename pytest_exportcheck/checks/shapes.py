@@ -99,9 +99,11 @@ def checked_sizes(case: Case, spec: DynamicSpec) -> list[tuple[str, Sizes]]:
     where the range allows them, the case's own sizes; each assignment once."""
     example = {name: spec.example.get(name, dim.min) for name, dim in spec.named.items()}
     rng = random.Random(case.seed)
+    largest = {n: d.max for n, d in spec.named.items()}
+    capped = _capped(case, spec, largest)
     candidates: list[tuple[str, Sizes]] = [
         ("min", {n: d.min for n, d in spec.named.items()}),
-        ("max", _capped(case, spec, {n: d.max for n, d in spec.named.items()})),
+        ("max" if capped == largest else "max, shrunk to 2^20 elements per input", capped),
         ("inside", {n: rng.randint(d.min, d.max) for n, d in spec.named.items()}),
         ("example", example),
     ]

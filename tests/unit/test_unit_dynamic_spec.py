@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from speckit import case_error, line_with, load, one_case
 
+from pytest_exportcheck.checks.shapes import checked_sizes
 from pytest_exportcheck.spec.dynamic import (
     DerivedDim,
     NamedDim,
@@ -121,3 +122,13 @@ def test_resized_inputs_follow_named_and_derived_dims() -> None:
     assert resized["args"][0] == {"shape": [5, 8], "dtype": "float32"}
     assert resized["kwargs"]["m"]["shape"] == [5, 4]
     assert inputs["args"][0]["shape"] == [2, 6]  # the case's own spec is not touched
+
+
+def test_the_checked_sizes_say_when_max_was_shrunk(tmp_path) -> None:
+    body = "      dims:\n        seq: {min: 2, max: 4000000}\n      shapes:\n        args[0]: {1: seq}\n"
+    (loaded,) = load(tmp_path, dynamic_case(body, inputs="args:\n        - {shape: [2, 5, 8]}"))
+    labels = dict(checked_sizes(loaded.case, loaded.case.dynamic))
+    (label,) = [name for name in labels if name.startswith("max")]
+    assert label == "max, shrunk to 2^20 elements per input"
+    assert 2 * labels[label]["seq"] * 8 <= 1 << 20
+    assert labels["min"] == {"seq": 2} and labels["example"] == {"seq": 5}
