@@ -34,10 +34,10 @@ from pytest_exportcheck.checks.signal import no_signal
 from pytest_exportcheck.checks.steps import compare_step, lifted_state
 from pytest_exportcheck.compare_values import Tolerance, compare_trees
 from pytest_exportcheck.failures import Note
-from pytest_exportcheck.isolation import seeded, to_device
+from pytest_exportcheck.isolation import clone_tree, seeded, to_device
 from pytest_exportcheck.runs import run_steps
 from pytest_exportcheck.spec import Case
-from pytest_exportcheck.spec.dynamic import MARKERS, DynamicSpec, resized_inputs
+from pytest_exportcheck.spec.dynamic import MARKERS, DynamicSpec, resized_inputs, tensor_paths
 
 # Elements per input at the largest checked size: a declared max of 512 x 64 would
 # make every size check a benchmark. The size actually run is said.
@@ -135,8 +135,6 @@ def _capped(case: Case, spec: DynamicSpec, sizes: Sizes) -> Sizes:
 
 
 def _largest_input(case: Case, spec: DynamicSpec, sizes: Sizes) -> int:
-    from pytest_exportcheck.spec.dynamic import tensor_paths
-
     largest = 0
     for _, shape in tensor_paths(resized_inputs(case.inputs, spec, sizes)):
         numel = 1
@@ -282,8 +280,6 @@ def _inputs_at(case: Case, spec: DynamicSpec, sizes: Sizes, device: str) -> Any:
 
 def _run(make: Any, inputs: Any, seed: int) -> tuple[Any, str | None]:
     """A fresh callable's output on a copy of ``inputs``, or the first line of its error."""
-    from pytest_exportcheck.isolation import clone_tree
-
     args, kwargs = clone_tree(inputs)
     try:
         call = make()

@@ -66,9 +66,6 @@ class Amendments:
     tally: str = ""
     still_failing: list[str] = field(default_factory=list)  # items no amendment fixed
 
-    def __bool__(self) -> bool:
-        return bool(self.accepts or self.atol or self.xfails)
-
 
 @dataclass(frozen=True)
 class Scaffold:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -228,31 +228,49 @@ def dynamic_problems(case: dict[str, Any]) -> Iterator[Problem]:
                 )
 
 
-def tensor_paths(inputs: dict[str, Any]) -> Iterator[tuple[str, list[int]]]:
+def tensor_paths(inputs: dict[str, Any]) -> list[tuple[str, list[int]]]:
     """``(path, shape)`` of every tensor spec of the case's inputs, paths as the
     signature check names inputs (``args[0]``, ``kwargs['mask']``, ``args[1]['a'][0]``)."""
-    for index, value in enumerate(inputs.get("args", [])):
-        yield from _walk(value, f"args[{index}]")
-    for key, value in inputs.get("kwargs", {}).items():
-        yield from _walk(value, f"kwargs[{key!r}]")
+    found: list[tuple[str, list[int]]] = []
+
+    def note(path: str, spec: dict[str, Any]) -> dict[str, Any]:
+        found.append((path, list(spec["shape"])))
+        return spec
+
+    map_tensor_specs(inputs, note)
+    return found
 
 
-def _walk(value: Any, path: str) -> Iterator[tuple[str, list[int]]]:
+def map_tensor_specs(
+    inputs: dict[str, Any], change: Callable[[str, dict[str, Any]], dict[str, Any]]
+) -> dict[str, Any]:
+    """The case's ``inputs:`` with every tensor spec replaced by ``change(path, spec)``."""
+    return {
+        "args": [
+            _map(value, f"args[{index}]", change)
+            for index, value in enumerate(inputs.get("args", []))
+        ],
+        "kwargs": {
+            key: _map(value, f"kwargs[{key!r}]", change)
+            for key, value in inputs.get("kwargs", {}).items()
+        },
+    }
+
+
+def _map(value: Any, path: str, change: Callable[[str, dict[str, Any]], dict[str, Any]]) -> Any:
+    """One input value as the case format nests it: lists, ``{tuple: ...}``,
+    ``{dict: ...}``, plain mappings of inputs; tensor specs have a ``shape``."""
     if isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _walk(item, f"{path}[{index}]")
-    elif isinstance(value, dict):
-        if "shape" in value:
-            yield path, list(value["shape"])
-        elif "tuple" in value:
-            for index, item in enumerate(value["tuple"]):
-                yield from _walk(item, f"{path}[{index}]")
-        elif "dict" in value:
-            for key, item in value["dict"].items():
-                yield from _walk(item, f"{path}[{key!r}]")
-        elif "data" not in value:
-            for key, item in value.items():
-                yield from _walk(item, f"{path}[{key!r}]")
+        return [_map(item, f"{path}[{i}]", change) for i, item in enumerate(value)]
+    if not isinstance(value, dict) or "data" in value:
+        return value
+    if "shape" in value:
+        return change(path, value)
+    if "tuple" in value:
+        return {"tuple": [_map(v, f"{path}[{i}]", change) for i, v in enumerate(value["tuple"])]}
+    if "dict" in value:
+        return {"dict": {k: _map(v, f"{path}[{k!r}]", change) for k, v in value["dict"].items()}}
+    return {k: _map(v, f"{path}[{k!r}]", change) for k, v in value.items()}
 
 
 def _did_you_mean(word: str, choices: list[str]) -> str:
@@ -267,29 +285,11 @@ def resized_inputs(
     sizes: dict[str, dict[int, int]] = {}
     for placement in spec.declared():
         sizes.setdefault(placement.path, {})[placement.index] = spec.size(placement.dim, roots)
-    resized = {
-        "args": [_resize(v, f"args[{i}]", sizes) for i, v in enumerate(inputs.get("args", []))],
-        "kwargs": {
-            k: _resize(v, f"kwargs[{k!r}]", sizes) for k, v in inputs.get("kwargs", {}).items()
-        },
-    }
-    return resized
 
-
-def _resize(value: Any, path: str, sizes: dict[str, dict[int, int]]) -> Any:
-    if isinstance(value, list):
-        return [_resize(item, f"{path}[{i}]", sizes) for i, item in enumerate(value)]
-    if not isinstance(value, dict):
-        return value
-    if "shape" in value:
-        shape = list(value["shape"])
+    def resize(path: str, tensor: dict[str, Any]) -> dict[str, Any]:
+        shape = list(tensor["shape"])
         for index, size in sizes.get(path, {}).items():
             shape[index] = size
-        return {**value, "shape": shape}
-    if "tuple" in value:
-        return {"tuple": [_resize(v, f"{path}[{i}]", sizes) for i, v in enumerate(value["tuple"])]}
-    if "dict" in value:
-        return {"dict": {k: _resize(v, f"{path}[{k!r}]", sizes) for k, v in value["dict"].items()}}
-    if "data" in value:
-        return value
-    return {k: _resize(v, f"{path}[{k!r}]", sizes) for k, v in value.items()}
+        return {**tensor, "shape": shape}
+
+    return map_tensor_specs(inputs, resize)
