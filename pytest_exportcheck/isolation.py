@@ -22,14 +22,29 @@ T = TypeVar("T")
 
 
 def clone_tree(tree: T) -> T:
-    """Clone every tensor leaf (keeping ``requires_grad``); other leaves are shared."""
+    """Clone every tensor leaf (keeping ``requires_grad`` and its marks); other leaves
+    are shared."""
 
     def clone(leaf: Any) -> Any:
         if isinstance(leaf, torch.Tensor):
-            return leaf.detach().clone().requires_grad_(leaf.requires_grad)
+            return keep_marks(leaf, leaf.detach().clone().requires_grad_(leaf.requires_grad))
         return leaf
 
     return pytree.tree_map(clone, tree)
+
+
+def keep_marks(original: torch.Tensor, copied: torch.Tensor) -> torch.Tensor:
+    """``copied`` with ``original``'s Python attributes.
+
+    ``torch._dynamo.mark_dynamic(t, 0)`` (and ``mark_static``, ``maybe_mark_dynamic``)
+    store the mark as attributes of the tensor object (``_dynamo_dynamic_indices``);
+    ``clone()`` and ``.to()`` drop them, so an input factory's marks would never reach
+    the capture. Each container is copied: a later mark on one copy stays its own.
+    """
+    if copied is not original:
+        for name, value in vars(original).items():
+            setattr(copied, name, copy.copy(value))
+    return copied
 
 
 @contextmanager
@@ -74,7 +89,8 @@ def _numpy_random() -> Any:
 def to_device(tree: T, device: str) -> T:
     """Move every tensor leaf to ``device``."""
     return pytree.tree_map(
-        lambda leaf: leaf.to(device) if isinstance(leaf, torch.Tensor) else leaf, tree
+        lambda leaf: keep_marks(leaf, leaf.to(device)) if isinstance(leaf, torch.Tensor) else leaf,
+        tree,
     )
 
 

@@ -5,7 +5,13 @@ from collections import namedtuple
 import torch
 from torch.utils import _pytree as pytree
 
-from pytest_exportcheck.isolation import clone_tree, flat_inputs, private_copy, snapshot_state
+from pytest_exportcheck.isolation import (
+    clone_tree,
+    flat_inputs,
+    private_copy,
+    snapshot_state,
+    to_device,
+)
 
 
 def storages(tree):
@@ -26,6 +32,21 @@ def storages(tree):
 
 
 # --- clone_tree ---------------------------------------------------------------------------------
+
+
+def test_clone_tree_keeps_an_input_factorys_dynamic_marks():
+    # mark_dynamic stores the mark on the tensor object; a plain clone() would drop it
+    # and every capture would see a static input.
+    marked = torch.randn(8, 4)
+    torch._dynamo.mark_dynamic(marked, 0)
+
+    (cloned,) = clone_tree((marked,))
+    (moved,) = to_device(clone_tree((marked,)), "meta")
+
+    assert cloned._dynamo_dynamic_indices == {0}
+    assert moved._dynamo_dynamic_indices == {0}
+    cloned._dynamo_dynamic_indices.add(1)  # each copy's marks are its own
+    assert marked._dynamo_dynamic_indices == {0}
 
 
 def test_clone_tree_keeps_structure_and_values():
