@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -143,6 +144,16 @@ def build_inputs(
     args = tuple(input_value(v, f"args[{i}]") for i, v in enumerate(spec.get("args", [])))
     kwargs = {k: input_value(v, f"kwargs[{k!r}]") for k, v in spec.get("kwargs", {}).items()}
     return args, kwargs
+
+
+def factory_takes_dims(case: Case) -> bool:
+    """Whether the case's input factory has a ``dims`` parameter: the ``shapes`` check
+    then asks it for inputs at each checked size (``dims={"batch": 1, "seq": 2}``)."""
+    factory = _resolve(case.inputs["factory"], case)
+    try:
+        return "dims" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # a builtin or C callable: no signature to read
+        return False
 
 
 def input_value(value: Any, path: str = "input") -> Any:

@@ -520,6 +520,24 @@ def not_a_module():
 
 def make_inputs():
     return (torch.randn(2, 4),), {}
+
+
+def make_sized_inputs(dims=None):
+    batch = 3 if dims is None else dims["batch"]
+    return (torch.randn(batch, 4),), {}
+
+
+def make_marked_inputs():
+    x = torch.randn(3, 4)
+    torch._dynamo.mark_dynamic(x, 0)
+    return (x,), {}
+
+
+class NarrowsAboveFour(nn.Module):
+    def forward(self, x):
+        if x.shape[0] > 4:
+            return x * 2
+        return x
 '''
 
 

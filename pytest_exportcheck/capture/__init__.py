@@ -59,18 +59,11 @@ def _paths() -> dict[str, CapturePath]:
         "hierarchy": "a Dynamo GraphModule is flat: torch.export.unflatten takes an "
         "ExportedProgram, so there is no module hierarchy to restore",
         "moved": "move_to_device_pass takes an ExportedProgram",
-        "shapes": "shapes reads an ExportedProgram: its range constraints and the guards "
-        "of ep.module()",
     }
     return {
         "export": CapturePath(partial(capture_export, capture="export", strict=False)),
         "export-strict": CapturePath(partial(capture_export, capture="export-strict", strict=True)),
-        "dynamo": CapturePath(
-            capture_dynamo,
-            graph_only,
-            dynamo_unavailable,
-            static_only="dynamo_graph_capture_for_export takes no dynamic_shapes",
-        ),
+        "dynamo": CapturePath(capture_dynamo, graph_only, dynamo_unavailable),
         "dynamo-legacy": CapturePath(capture_dynamo_legacy, graph_only),
         "aot-joint": CapturePath(
             capture_aot_joint,

@@ -84,6 +84,16 @@ def dynamic_shapes(
     return dict(bound.arguments)
 
 
+def dim_constraints(
+    model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], dynamic: dict[str, Any]
+) -> list[Any]:
+    """Torch's constraints for ``dynamic`` on these input tensors (they are keyed by the
+    tensors' ids), as ``torch.export`` makes them for its own Dynamo capture."""
+    from torch.export.dynamic_shapes import _combine_args, _process_dynamic_shapes
+
+    return _process_dynamic_shapes(_combine_args(model, args, kwargs), dynamic)
+
+
 _SUGGESTED = re.compile(
     r"^\s*(\w+)\s*=\s*(?:torch\.export\.)?Dim\(\s*['\"](\w+)['\"]\s*(.*?)\)\s*$"
 )

@@ -36,6 +36,7 @@ import torch
 
 from pytest_exportcheck.capture.dynamic_shapes import (
     declared_dynamic_shapes,
+    dim_constraints,
     dynamic_capture_error,
 )
 from pytest_exportcheck.capture.record import (
@@ -49,7 +50,6 @@ from pytest_exportcheck.capture.record import (
     tensor_at,
 )
 from pytest_exportcheck.compat import dynamo_graph_capture
-from pytest_exportcheck.failures import capture_error
 from pytest_exportcheck.isolation import clone_tree, flat_inputs
 from pytest_exportcheck.subject import Subject
 
@@ -70,13 +70,17 @@ def capture_dynamo(subject: Subject) -> GraphRecord:
     assert dynamo_graph_capture_for_export is not None  # items skip first (dynamo_unavailable)
     model = subject.model_copy()
     args, kwargs = subject.inputs_copy()
+    dynamic = declared_dynamic_shapes(subject, model, args, kwargs)
     started = time.perf_counter()
     try:
-        gm = dynamo_graph_capture_for_export(model)(*args, **kwargs)
+        # It takes no dynamic_shapes, only the constraints torch.export derives from
+        # them (one per dim, tied to these very input tensors). It solves none of them:
+        # a dim the model specializes is not refused here, the shapes check finds it.
+        constraints = None if dynamic is None else dim_constraints(model, args, kwargs, dynamic)
+        gm = dynamo_graph_capture_for_export(model, constraints=constraints)(*args, **kwargs)
     except Exception as exc:
-        raise capture_error(
-            exc, f"{subject.case.location}: dynamo_graph_capture_for_export raised"
-        ) from exc
+        context = f"{subject.case.location}: dynamo_graph_capture_for_export raised"
+        raise dynamic_capture_error(exc, context, subject) from exc
     seconds = time.perf_counter() - started
     fed, paths = _fed_values(gm, subject)
     spellings = _spellings(model, _source_spelling)
@@ -308,6 +312,8 @@ def _dynamo_placeholder(
         return Placeholder(name, kind, fqn, example=example, mapped_by="Dynamo source name")
     if path is not None:
         return _user_input(name, path, example)
+    if isinstance(example, torch.SymInt):
+        return Placeholder(name, "symbolic_size", None, example=example, mapped_by="SymInt")
     return _by_identity(name, value, tensors, example)
 
 

@@ -22,7 +22,17 @@ from pytest_exportcheck.forward_defaults import DEFAULT_PREFIX, forward_defaults
 from pytest_exportcheck.isolation import quiet_torch_internals
 from pytest_exportcheck.subject import Subject
 
-PLACEHOLDER_KINDS = ("parameter", "buffer", "constant", "custom_obj", "token", "user_input")
+# symbolic_size: a dynamic size a Dynamo graph takes as an input of its own (torch 2.10-2.12's
+# graph capture lifts them), computed from an input tensor's shape by the graph's bytecode.
+PLACEHOLDER_KINDS = (
+    "parameter",
+    "buffer",
+    "constant",
+    "custom_obj",
+    "token",
+    "user_input",
+    "symbolic_size",
+)
 STATE_KINDS = ("parameter", "buffer", "constant")
 
 

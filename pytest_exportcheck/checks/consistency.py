@@ -186,7 +186,7 @@ def _dynamic_dims(case: Case, records: dict[str, CaptureRecord]) -> Table:
         return {}
     rows: Table = {}
     for capture, record in records.items():
-        for placement, kept in kept_dims(record, case.dynamic.placements).items():
+        for placement, kept in kept_dims(record, case.dynamic).items():
             row = f"dynamic: {placement.describe()} ({placement.dim})"
             cell = {"symbolic": "symbolic", "absent": f"{NOT_COMPARED} (no placeholder)"}
             rows.setdefault(row, {})[capture] = cell.get(kept.kind, kept.describe())

@@ -82,7 +82,7 @@ def observe_dims(record: CaptureRecord) -> dict[str, str]:
     assert spec is not None
     return {
         f"{placement.describe()} ({placement.dim})": kept.describe()
-        for placement, kept in kept_dims(record, spec.placements).items()
+        for placement, kept in kept_dims(record, spec).items()
     }
 
 

@@ -27,14 +27,14 @@ from typing import Any
 
 import torch
 
-from pytest_exportcheck.build import build_inputs
+from pytest_exportcheck.build import BuildError, build_inputs, factory_takes_dims
 from pytest_exportcheck.capture.record import CaptureRecord
-from pytest_exportcheck.capture.symbolic import kept_dims
+from pytest_exportcheck.capture.symbolic import KeptDim, kept_dims
 from pytest_exportcheck.checks.signal import no_signal
 from pytest_exportcheck.checks.steps import compare_step, lifted_state
 from pytest_exportcheck.compare_values import Tolerance, compare_trees
 from pytest_exportcheck.failures import Note
-from pytest_exportcheck.isolation import clone_tree, seeded, to_device
+from pytest_exportcheck.isolation import clone_tree, flat_inputs, seeded, to_device
 from pytest_exportcheck.runs import run_steps
 from pytest_exportcheck.spec import Case
 from pytest_exportcheck.spec.dynamic import MARKERS, DynamicSpec, resized_inputs, tensor_paths
@@ -51,9 +51,13 @@ def check_shapes(case: Case, record: CaptureRecord) -> list[str]:
     spec = case.dynamic
     assert spec is not None  # the item exists only for cases with dynamic dims
     findings = declared_vs_recorded(spec, record)
-    if "factory" in case.inputs or not case.inputs:
-        # Sizes are made from the case's tensor specs; a factory or a caller gives one.
-        return [*findings, Note("note: sizes not run: the inputs come in one size only")]
+    # Sizes are made from the case's tensor specs, or by a factory that takes ``dims``;
+    # the Python API's caller gives inputs in one size.
+    if not case.inputs or ("factory" in case.inputs and not factory_takes_dims(case)):
+        why = "the input factory takes no dims argument" if case.inputs else "inputs given"
+        return [*findings, Note(f"note: sizes not run: the inputs come in one size ({why})")]
+    if "factory" in case.inputs:
+        spec = dataclasses.replace(spec, example=built_sizes(spec, record))
     findings += across_sizes(case, record, spec)
     findings += stepped_at_another_size(case, record, spec)
     findings += outside_range(case, record, spec)
@@ -64,11 +68,10 @@ def check_shapes(case: Case, record: CaptureRecord) -> list[str]:
 
 
 def declared_vs_recorded(spec: DynamicSpec, record: CaptureRecord) -> list[str]:
-    """Each declared dim symbolic in the placeholders, with the declared range."""
-    if getattr(record, "program", None) is None:
-        return []
+    """Each declared dim symbolic in the placeholders, with the declared range; where a
+    guard narrowed it, the guard's frame in the model's code."""
     findings: list[str] = []
-    for placement, kept in kept_dims(record, spec.placements).items():
+    for placement, kept in kept_dims(record, spec).items():
         what = f"{placement.dim} ({placement.describe()})"
         if kept.kind == "static":
             if placement.dim in MARKERS:
@@ -80,15 +83,45 @@ def declared_vs_recorded(spec: DynamicSpec, record: CaptureRecord) -> list[str]:
                 )
             continue
         declared = spec.named.get(placement.dim)
-        if kept.kind != "symbolic" or declared is None or kept.range is None:
+        if declared is not None and kept.expr is not None:
+            findings.append(
+                f"declared dim {what} became {kept.expr} in {record.capture}: a guard "
+                "rewrote it, so the program takes only sizes of that form"
+            )
+            continue
+        if kept.kind != "symbolic" or kept.range is None:
             continue  # an input export dropped (the signature says), or a derived dim
+        low, high = kept.range
+        source = "ep.range_constraints" if _is_program(record) else "the graph's ShapeEnv"
+        if declared is None:
+            if placement.dim in MARKERS:  # torch chose the range: say what it chose
+                at = _narrowed_at(kept, low > 0, high != "inf")
+                findings.append(Note(f"note: {what} recorded as [{low}, {high}] ({source}){at}"))
+            continue
         if kept.range != (declared.min, declared.max):
+            at = _narrowed_at(kept, low != declared.min, high != declared.max)
             findings.append(
                 f"declared dim {what} is [{declared.min}, {declared.max}], but "
-                f"{record.capture} narrowed it to [{kept.range[0]}, {kept.range[1]}] "
-                "(ep.range_constraints): the program refuses sizes the case allows"
+                f"{record.capture} narrowed it to [{low}, {high}] ({source}){at}: "
+                + (
+                    "the program refuses sizes the case allows"
+                    if _is_program(record)
+                    else "the graph holds only for sizes in that range"
+                )
             )
     return findings
+
+
+def _narrowed_at(kept: KeptDim, lower: bool, upper: bool) -> str:
+    """``, by the guard at model.py:12 in forward (if x.shape[0] > 4:)``, or nothing
+    where torch set the bound itself."""
+    frames = [f for f, moved in ((kept.lower_at, lower), (kept.upper_at, upper)) if moved and f]
+    return f", by the guard at {'; '.join(dict.fromkeys(frames))}" if frames else ""
+
+
+def _is_program(record: CaptureRecord) -> bool:
+    """An ExportedProgram (range constraints, input guards) rather than a Dynamo graph."""
+    return getattr(record, "program", None) is not None
 
 
 # --- sizes inside the range -------------------------------------------------------------
@@ -150,6 +183,9 @@ def across_sizes(case: Case, record: CaptureRecord, spec: DynamicSpec) -> list[s
     for label, sizes in checked_sizes(case, spec):
         where = f"at {_show(sizes)} ({label})"
         inputs = _inputs_at(case, spec, sizes, record.subject.device)
+        if isinstance(inputs, BuildError):
+            findings.append(f"{where}: the inputs cannot be made at this size: {inputs}")
+            continue
         eager, eager_error = _run(lambda: record.subject.model_copy(), inputs, case.seed)
         if eager_error is None and no_signal(eager, tolerance):
             findings.append(Note(f"note: {where}: no eager output carries signal"))
@@ -184,6 +220,8 @@ def stepped_at_another_size(case: Case, record: CaptureRecord, spec: DynamicSpec
     steps = case.expect.mutation_steps
     where = f"at {_show(sizes)} ({label}), over {steps} steps"
     inputs = _inputs_at(case, spec, sizes, record.subject.device)
+    if isinstance(inputs, BuildError):
+        return []  # across_sizes says so
     tolerance = Tolerance.of_case(case)
     try:
         eager_steps = run_steps(
@@ -215,7 +253,13 @@ def stepped_at_another_size(case: Case, record: CaptureRecord, spec: DynamicSpec
 
 def outside_range(case: Case, record: CaptureRecord, spec: DynamicSpec) -> list[str]:
     """Above max every program must refuse; below min too where min > 2 (torch does not
-    enforce lower bounds of 0-2 at run time: there the result is judged instead)."""
+    enforce lower bounds of 0-2 at run time: there the result is judged instead).
+
+    A Dynamo graph checks no input at all (``torch._dynamo.export`` returns its guards
+    beside the graph; Dynamo's graph capture keeps none), so there every size outside
+    is judged by its result.
+    """
+    enforced = _is_program(record)
     example = {name: spec.example.get(name, dim.min) for name, dim in spec.named.items()}
     tolerance = Tolerance.of_case(case)
     findings: list[str] = []
@@ -228,6 +272,8 @@ def outside_range(case: Case, record: CaptureRecord, spec: DynamicSpec) -> list[
             if _largest_input(case, spec, sizes) > SIZE_ELEMENTS_CAP:
                 continue
             inputs = _inputs_at(case, spec, sizes, record.subject.device)
+            if isinstance(inputs, BuildError):
+                continue  # a factory that refuses a size outside the range: nothing to run
             eager, eager_error = _run(lambda: record.subject.model_copy(), inputs, case.seed)
             where = f"at {_show(sizes)} ({why})"
             found: dict[str, list[str]] = {}
@@ -235,15 +281,19 @@ def outside_range(case: Case, record: CaptureRecord, spec: DynamicSpec) -> list[
             for program, got, error in _programs_at(record, inputs, case.seed):
                 if error is not None:
                     continue  # refused, as it should be
-                if size > dim.max or size > 2:
+                if enforced and (size > dim.max or size > 2):
                     what = (
                         f"{PROGRAM} accepted a size outside the declared range "
                         f"[{dim.min}, {dim.max}] and computed a result"
                     )
                 elif eager_error is not None:
+                    why_run = (
+                        "a Dynamo graph checks no input sizes"
+                        if not enforced
+                        else "torch does not enforce lower bounds of 0-2 at run time"
+                    )
                     what = (
-                        f"{PROGRAM} computed a result where eager raised {eager_error} (torch "
-                        "does not enforce lower bounds of 0-2 at run time)"
+                        f"{PROGRAM} computed a result where eager raised {eager_error} ({why_run})"
                     )
                 else:
                     names = ("eager", program)
@@ -271,10 +321,25 @@ def _programs_at(record: CaptureRecord, inputs: Any, seed: int) -> list[tuple[st
 # --- running -------------------------------------------------------------------------------
 
 
+def built_sizes(spec: DynamicSpec, record: CaptureRecord) -> Sizes:
+    """Each named dim's size in the inputs the capture was made from."""
+    args, kwargs = record.subject.pristine_inputs
+    shapes = dict(flat_inputs(args, kwargs))
+    return {
+        placement.dim: int(shapes[placement.path].shape[placement.index])
+        for placement in spec.placements
+        if placement.dim in spec.named and isinstance(shapes.get(placement.path), torch.Tensor)
+    }
+
+
 def _inputs_at(case: Case, spec: DynamicSpec, sizes: Sizes, device: str) -> Any:
+    """The inputs at ``sizes``, or the BuildError of an input factory that cannot make them."""
     resized = dataclasses.replace(case, inputs=resized_inputs(case.inputs, spec, sizes))
-    with seeded(case.seed):
-        args, kwargs = build_inputs(resized)
+    try:
+        with seeded(case.seed):
+            args, kwargs = build_inputs(resized)
+    except BuildError as exc:
+        return exc
     return to_device((args, kwargs), device)
 
 

@@ -281,7 +281,11 @@ def _did_you_mean(word: str, choices: list[str]) -> str:
 def resized_inputs(
     inputs: dict[str, Any], spec: DynamicSpec, roots: dict[str, int]
 ) -> dict[str, Any]:
-    """The case's ``inputs:`` with every declared dim set to its size under ``roots``."""
+    """The case's ``inputs:`` with every declared dim set to its size under ``roots``; an
+    input factory's gets every dim's size as its ``dims`` keyword instead."""
+    if "factory" in inputs:
+        dims = {name: spec.size(name, roots) for name in [*spec.named, *spec.derived]}
+        return {**inputs, "kwargs": {**inputs.get("kwargs", {}), "dims": dims}}
     sizes: dict[str, dict[int, int]] = {}
     for placement in spec.declared():
         sizes.setdefault(placement.path, {})[placement.index] = spec.size(placement.dim, roots)

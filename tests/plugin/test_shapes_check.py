@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from casekit import inject, write_cases
+from casekit import inject, needs_dynamo, write_cases
 
 BATCH = """
 cases:
@@ -36,21 +36,87 @@ def test_a_dynamic_batch_holds_across_its_range(project: pytest.Pytester) -> Non
     result.stdout.fnmatch_lines(["checks: D shapes"])
 
 
-def test_every_capture_gets_the_dims_and_static_paths_say_why_not(
-    project: pytest.Pytester,
-) -> None:
-    case = BATCH + "    captures: [export, export-strict, dynamo-legacy, dynamo]\n"
-    write_cases(project, case)
+def test_every_capture_but_aot_joint_gets_the_dims(project: pytest.Pytester) -> None:
+    case = BATCH.replace("Mlp", "Twin") + "    loss_output: 1\n"
+    write_cases(project, case + "    captures: [export, export-strict, dynamo-legacy, aot-joint]\n")
     result = project.runpytest("--exportcheck", "-rs", "-k", "parity or shapes")
-    # dynamo-legacy takes dynamic_shapes (parity ran), but has no ExportedProgram for shapes;
-    # dynamo_graph_capture_for_export takes none: its items are n/a, saying so.
-    result.assert_outcomes(passed=5, skipped=3)
+    # The Dynamo graph runs across the sizes too; aot_export_module cannot be given dims.
+    result.assert_outcomes(passed=6, skipped=2)
     result.stdout.fnmatch_lines(
         [
-            "SKIPPED [[]1[]] *: not applicable: dynamo_graph_capture_for_export takes no "
+            "SKIPPED [[]1[]] *: not applicable: aot_export_module takes no "
             "dynamic_shapes, so it cannot honour the case's dynamic dims",
         ]
     )
+
+
+@needs_dynamo
+def test_a_guard_that_narrows_a_dynamo_graphs_range_is_named_with_its_frame(
+    project: pytest.Pytester,
+) -> None:
+    # dynamo_graph_capture_for_export takes the dims as constraints but solves none:
+    # the branch narrows batch to [5, 8] without a word. The graph's ShapeEnv keeps the
+    # range and the guard's frame; at the declared min the graph takes the wrong branch.
+    case = BATCH.replace("Mlp", "NarrowsAboveFour").replace("[3, 4]", "[6, 4]")
+    write_cases(project, case + "    captures: [dynamo]\n")
+    result = run_shapes(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "- declared dim batch (args[[]0[]] dim 0) is [[]2, 8[]], but dynamo narrowed it to "
+            "[[]5, 8[]] (the graph's ShapeEnv), by the guard at *models.py:* in forward "
+            "(if x.shape[[]0[]] > 4:): the graph holds only for sizes in that range",
+            "- at batch=2 (min): output: * elements outside tolerance*",
+        ]
+    )
+
+
+def test_a_dynamo_graph_is_judged_by_what_it_computes_outside_the_range(
+    project: pytest.Pytester,
+) -> None:
+    # A Dynamo graph checks no input size (its guards live outside it): at batch 1,
+    # below the declared min 2, it computes the batch > 1 branch where eager doubles x.
+    case = BATCH.replace("Mlp", "BatchOne")
+    write_cases(project, case + "    captures: [dynamo-legacy]\n")
+    result = run_shapes(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "- at batch=1 (below batch's min 2): graph module accepted it and output: *",
+            "  note: at batch=9 (above batch's max 8): graph module accept it and agree with eager",
+        ]
+    )
+
+
+def test_an_input_factory_that_takes_dims_is_run_at_every_size(project: pytest.Pytester) -> None:
+    case = BATCH.replace("Mlp", "BatchOne").replace("min: 2", "min: 1")
+    case = case.replace(
+        "inputs: {args: [{shape: [3, 4]}]}", "inputs: {factory: models.py:make_sized_inputs}"
+    )
+    write_cases(project, case)
+    result = run_shapes(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["- at batch=1 (min): output: 4 / 4 elements outside tolerance *"])
+
+
+def test_an_input_factorys_mark_dynamic_reaches_the_capture(project: pytest.Pytester) -> None:
+    case = """
+cases:
+  marked:
+    description: the factory marks dim 0 dynamic
+    model: {target: models.py:Mlp}
+    inputs: {factory: models.py:make_marked_inputs}
+    captures: [export]
+"""
+    write_cases(project, case)
+    inject(
+        project,
+        """
+        (x,) = record.program.graph_module.graph.find_nodes(op="placeholder")[-1:]
+        assert isinstance(x.meta["val"].shape[0], torch.SymInt), x.meta["val"].shape
+        """,
+    )
+    project.runpytest("--exportcheck", "-k", "parity").assert_outcomes(passed=1)
 
 
 def test_a_branch_on_batch_one_is_found_at_the_declared_min(project: pytest.Pytester) -> None:
