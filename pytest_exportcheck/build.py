@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from pytest_exportcheck.allocation import HugeTensorError, refusing_huge_tensors
+from pytest_exportcheck.failures import exception_text
 from pytest_exportcheck.isolation import seed_everything
 from pytest_exportcheck.spec import Case
 from pytest_exportcheck.spec.semantics import MAX_TENSOR_ELEMENTS
@@ -216,7 +217,7 @@ def _user_code(what: str) -> Iterator[None]:
     except HugeTensorError as exc:  # refused before allocating: the message says it all
         raise BuildError(f"{what}: {exc}") from None
     except Exception as exc:
-        raise BuildError(f"{what} raised {type(exc).__name__}: {exc}") from exc
+        raise BuildError(f"{what} raised {type(exc).__name__}: {exception_text(exc)}") from exc
 
 
 def _resolve(target: str, case: Case) -> Any:

@@ -24,10 +24,12 @@ from pytest_exportcheck.failures import (
     ExportCheckError,
     InternalError,
     Note,
+    exception_text,
     failure_text,
     full_traceback,
 )
 from pytest_exportcheck.isolation import seeded
+from pytest_exportcheck.item_guards import item_guards
 from pytest_exportcheck.item_run import (
     Failed,
     NotRunnable,
@@ -40,8 +42,9 @@ from pytest_exportcheck.item_run import (
     unless_expected,
 )
 from pytest_exportcheck.spec import Case
-from pytest_exportcheck.stages import StageTimeout, stage, time_limit
+from pytest_exportcheck.stages import StageTimeout, stage
 from pytest_exportcheck.subject import Subject
+from pytest_exportcheck.user_exits import user_exit_error
 
 Failure = ExportCheckError | StageTimeout
 
@@ -124,8 +127,8 @@ class CaseRun:
             return result("skipped", reason)
         source = SourceFor(self, name)
         try:
-            limit = time_limit(self.timeout, self._describe_timeout)
-            with seeded(self.case.seed), tracking_errors() as errors, limit:
+            guards = item_guards(self.timeout, self._describe_timeout, self.case.location)
+            with seeded(self.case.seed), tracking_errors() as errors, guards:
                 try:
                     if check == "consistency":
                         findings = compare_captures(self.case, device, source)
@@ -151,7 +154,7 @@ class CaseRun:
                 "failed", self._render(error, capture_name, device), error.headline, error
             )
         except Exception as exc:
-            first = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            first = f"{type(exc).__name__}: {exception_text(exc)}".splitlines()[0]
             error = InternalError(f"{self.case.location}: unexpected {first}")
             error.__cause__ = exc
             return result(
@@ -173,6 +176,8 @@ class CaseRun:
                     cached = capture(capture_name, subject)
             except (ExportCheckError, StageTimeout) as exc:
                 cached = Failed(exc, name)
+            except BaseException as exc:
+                cached = Failed(user_exit_error(exc, self.case.location), name)
             self._captures[key] = cached
         if isinstance(cached, Failed):
             cached.raise_for(name)
@@ -188,6 +193,8 @@ class CaseRun:
                     cached.eager  # noqa: B018 - an eager forward that raises is a case error
             except (ExportCheckError, StageTimeout) as exc:
                 cached = Failed(exc, name)
+            except BaseException as exc:
+                cached = Failed(user_exit_error(exc, self.case.location), name)
             self._subjects[device] = cached
         if isinstance(cached, Failed):
             cached.raise_for(name)

@@ -156,10 +156,17 @@ class CheckItem(pytest.Item):
 
     def runtest(self) -> None:
         from pytest_exportcheck.compare_values import tracking_errors
-        from pytest_exportcheck.failures import CheckFailure, ExportCheckError, InternalError, Note
+        from pytest_exportcheck.failures import (
+            CheckFailure,
+            ExportCheckError,
+            InternalError,
+            Note,
+            exception_text,
+        )
         from pytest_exportcheck.isolation import seeded
-        from pytest_exportcheck.item_run import NotRunnable, skip_reason
-        from pytest_exportcheck.stages import time_limit
+        from pytest_exportcheck.item_guards import item_guards
+        from pytest_exportcheck.item_run import Failed, NotRunnable, skip_reason
+        from pytest_exportcheck.process_state import LeakedState
 
         reason = skip_reason(self.case, self.check, self.capture, self.device)
         if reason is not None:
@@ -169,9 +176,14 @@ class CheckItem(pytest.Item):
         try:
             # One fork of the RNG per item: runs inside reseed freely, and the
             # user's own tests in this session get their RNG state back.
-            limit = time_limit(self._seconds_allowed(), self._describe_timeout)
-            with seeded(self.case.seed), tracking_errors() as errors, limit:
+            guards = item_guards(
+                self._seconds_allowed(), self._describe_timeout, self.case.location
+            )
+            with seeded(self.case.seed), tracking_errors() as errors, guards:
                 try:
+                    leaked = self._session.leaked_state.get(self.case.location)
+                    if leaked is not None:  # an earlier item of the case changed it
+                        leaked.raise_for(self.nodeid)
                     findings = self._check()
                 finally:
                     if errors.max_abs_err is not None:
@@ -179,9 +191,11 @@ class CheckItem(pytest.Item):
         except NotRunnable as exc:
             _skip_here(exc.reason)
         except ExportCheckError as exc:
+            if isinstance(exc, LeakedState):  # the case's other items fail with it
+                self._session.leaked_state.setdefault(self.case.location, Failed(exc, self.nodeid))
             raise self._as_xfail_expects(exc) from exc.__cause__
         except Exception as exc:
-            message = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            message = f"{type(exc).__name__}: {exception_text(exc)}".splitlines()[0]
             raise InternalError(f"{self.case.location}: unexpected {message}") from exc
         if any(not isinstance(f, Note) for f in findings):
             raise self._as_xfail_expects(CheckFailure(self.check, findings))

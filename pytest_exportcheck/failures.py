@@ -138,7 +138,7 @@ def capture_failure_kind(exc: BaseException) -> str:
         chain.append(seen)
         seen = seen.__cause__ or seen.__context__
     names = {cls.__name__ for error in chain for cls in type(error).__mro__}
-    text = " ".join(str(error).lower() for error in chain)
+    text = " ".join(exception_text(error).lower() for error in chain)
     for kind, classes, words in CAPTURE_FAILURE_KINDS:
         if names & set(classes) or any(word in text for word in words):
             return kind
@@ -215,7 +215,7 @@ def describe_exception(exc: BaseException, *, context: str) -> str:
     Export errors are often hundreds of lines of Dynamo internals; what a user
     acts on is the exception's headline and the line of *their* model.
     """
-    lines = [line for line in str(exc).strip().splitlines() if line.strip()]
+    lines = [line for line in exception_text(exc).strip().splitlines() if line.strip()]
     shown = lines[:_MESSAGE_LINES]
     if len(lines) > _MESSAGE_LINES:
         shown.append(f"... ({len(lines) - _MESSAGE_LINES} more lines; run with -vv for all)")
@@ -224,6 +224,16 @@ def describe_exception(exc: BaseException, *, context: str) -> str:
     if frame is not None:
         text += f"\nraised from user code:\n  {frame.render()}"
     return text
+
+
+def exception_text(exc: BaseException) -> str:
+    """``str(exc)``, or ``<unprintable X object>`` where the exception's ``__str__`` raises
+    (as the traceback module shows it): a model's broken exception must not break the
+    message that reports it."""
+    try:
+        return str(exc)
+    except Exception:  # __str__ is user code: anything may come out of it
+        return f"<unprintable {type(exc).__name__} object>"
 
 
 def with_user_frame(text: str, exc: BaseException) -> str:

@@ -40,9 +40,9 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from pytest_exportcheck.atomic import write_atomically
+from pytest_exportcheck.recording_schema import FORMAT, shape_problem
 from pytest_exportcheck.spec.case import display_path
 
-FORMAT = 1
 SUFFIX = ".recorded.json"
 
 # case name -> capture -> observation
@@ -58,8 +58,26 @@ class Reference:
     relation: str  # "own", "older" (the newest older minor) or "newer" (the oldest newer)
 
 
+# User properties of a recorded item: what it observed (JSON), and under
+# --exportcheck-update which entry that is ([case file, case, capture]).
+OBSERVATION = "exportcheck_observation"
+RECORDED_ENTRY = "exportcheck_recorded_entry"
+
+
 class RecordingError(Exception):
     """A recording file that cannot be read; it is never overwritten."""
+
+    advice = "fix or delete it (--exportcheck-update will not overwrite it)"
+
+
+class NewerRecordingError(RecordingError):
+    """A recording of a format this version does not know: a newer one wrote it."""
+
+    advice = "upgrade pytest-exportcheck to read it (this version will not overwrite it)"
+
+
+# A recording is a few MB at most; past this, it is not one.
+MAX_RECORDING_BYTES = 64 << 20
 
 
 def recording_path(case_file: Path) -> Path:
@@ -79,13 +97,26 @@ class Recording:
         path = recording_path(case_file)
         if not path.exists():
             return cls(path, case_file.name)
+        shown = display_path(path)
+        if not path.is_file():
+            raise RecordingError(f"{shown}: not a regular file")
+        if path.stat().st_size > MAX_RECORDING_BYTES:
+            raise RecordingError(f"{shown}: over {MAX_RECORDING_BYTES} bytes, not a recording")
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
+        except RecursionError:
+            raise RecordingError(f"{shown}: nested too deeply to be a recording") from None
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise RecordingError(f"{path}: unreadable ({type(exc).__name__}: {exc})") from None
-        problem = _shape_problem(data)
+            raise RecordingError(f"{shown}: unreadable ({type(exc).__name__}: {exc})") from None
+        written = data.get("format") if isinstance(data, dict) else None
+        if isinstance(written, int) and not isinstance(written, bool) and written > FORMAT:
+            raise NewerRecordingError(
+                f"{shown}: written by a newer pytest-exportcheck (recording format {written}; "
+                f"this version reads format {FORMAT})"
+            )
+        problem = shape_problem(data)
         if problem:
-            raise RecordingError(f"{path}: not a recording of format {FORMAT} ({problem})")
+            raise RecordingError(f"{shown}: not a recording of format {FORMAT} ({problem})")
         return cls(path, data["case_file"], data["torch"])
 
     def reference(self, minor: str) -> Reference | None:
@@ -158,19 +189,6 @@ def _version(minor: str) -> Version | None:
         return None
 
 
-def _shape_problem(data: Any) -> str | None:
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        return "no 'format': 1"
-    if not isinstance(data.get("case_file"), str) or not isinstance(data.get("torch"), dict):
-        return "needs 'case_file' and a 'torch' mapping"
-    for minor, section in data["torch"].items():
-        if not isinstance(section, dict) or not all(
-            isinstance(captures, dict) for captures in section.values()
-        ):
-            return f"section {minor!r} is not case -> capture -> observation"
-    return None
-
-
 class RecordingStore:
     """One process's view: recordings read, observations made, files fully selected.
 
@@ -186,6 +204,7 @@ class RecordingStore:
         self.observations: dict[str, dict[str, dict[str, Any]]] = {}
         self.collected: set[str] = set()
         self.incomplete: set[str] = set()  # a recorded item of the file was deselected
+        self.unwritten: list[Path] = []  # recordings the update could not write
 
     def recording(self, case_file: Path) -> Recording:
         """The file's recording (read once per process); raises RecordingError."""
@@ -249,7 +268,7 @@ class RecordingStore:
         try:
             recording = Recording.read(case_file)
         except RecordingError as exc:
-            return [f"not written: {exc}; fix or delete it"]
+            return [f"not written: {exc}; {exc.advice}"]
         observed = self.observations.get(str(case_file), {})
         stale = _stale(recording, self.minor, _captures_by_case(case_file))
         complete = whole_run and str(case_file) not in self.incomplete
@@ -260,7 +279,12 @@ class RecordingStore:
         for minor, case, capture in remove:
             updated = updated.without(minor, case, capture)
         count = sum(len(captures) for captures in observed.values())
-        changed = updated.write_if_changed()
+        try:
+            changed = updated.write_if_changed()
+        except OSError as exc:  # a read-only directory, a full disk: the run still reports
+            self.unwritten.append(recording.path)
+            why = exc.strerror or type(exc).__name__
+            return [f"NOT WRITTEN: {display_path(recording.path)}: {why}; {count} entries lost"]
         line = f"{display_path(recording.path)}: torch {self.minor}, {count} entries recorded, " + (
             "written" if changed else "unchanged"
         )

@@ -12,6 +12,9 @@ only some).
 from __future__ import annotations
 
 import gc
+import json
+import os
+import sys
 from collections import Counter, OrderedDict
 from functools import cached_property
 from pathlib import Path
@@ -19,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_exportcheck import option_values
 from pytest_exportcheck.crashes import Breadcrumb, CrashLog
 from pytest_exportcheck.devices import (
     DeviceError,
@@ -28,7 +32,9 @@ from pytest_exportcheck.devices import (
     select,
 )
 from pytest_exportcheck.item_run import Failed, Source, SourceFor
+from pytest_exportcheck.recording import OBSERVATION, RECORDED_ENTRY
 from pytest_exportcheck.stages import StageTimeout, stage
+from pytest_exportcheck.user_exits import user_exit_error
 
 if TYPE_CHECKING:
     from pytest_exportcheck.capture import CaptureRecord
@@ -76,30 +82,13 @@ class ExportCheckSession:
         self.config = config
         self.case_dirs = case_dirs
         # Paths named on the command line are case files / case directories too.
-        self.explicit_paths = {Path(arg.split("::")[0]).resolve() for arg in config.args}
-        try:
-            self.max_captures = max(1, int(config.getini("exportcheck_cache_size")))
-        except ValueError:
-            raise pytest.UsageError(
-                f"exportcheck_cache_size must be a whole number, "
-                f"not {config.getini('exportcheck_cache_size')!r}"
-            ) from None
+        self.explicit_paths = {option_values.resolved_argument(arg) for arg in config.args}
+        self.max_captures = max(1, option_values.whole_number(config, "exportcheck_cache_size"))
         self.devices = DeviceSelection(config)
-        _check_gpu_sharing_options(config)
+        option_values.check_gpu_sharing(config)
         timeout = config.getoption("exportcheck_timeout") or config.getini("exportcheck_timeout")
-        try:
-            self.timeout = max(0.0, float(timeout))
-        except ValueError:
-            raise pytest.UsageError(
-                f"exportcheck_timeout must be a number of seconds, not {timeout!r}"
-            ) from None
-        try:
-            self.max_elements = int(config.getini("exportcheck_max_elements"))
-        except ValueError:
-            raise pytest.UsageError(
-                "exportcheck_max_elements must be a whole number, "
-                f"not {config.getini('exportcheck_max_elements')!r}"
-            ) from None
+        self.timeout = option_values.seconds(timeout)
+        self.max_elements = option_values.whole_number(config, "exportcheck_max_elements")
         # Case name → where it was first defined: names are unique across files.
         self.case_names: dict[str, str] = {}
         from pytest_exportcheck.compat import torch_minor
@@ -113,6 +102,8 @@ class ExportCheckSession:
         self.gpu_peak: int | None = None  # the largest GPU memory one process reserved
         self._subjects: dict[Key, Subject | Failed] = {}
         self._captures: OrderedDict[Key, CaptureRecord | Failed] = OrderedDict()
+        # Cases whose model changed process-wide state: every item of theirs fails with it.
+        self.leaked_state: dict[str, Failed] = {}
         self._remaining: Counter[Key] = Counter()
         self._heap_frozen = False
         self._node_errors: dict[str, object] = {}
@@ -126,7 +117,10 @@ class ExportCheckSession:
 
     def is_case_file(self, path: Path) -> bool:
         """YAML under an ``exportcheck_paths`` directory or a path named on the command line."""
-        path = path.resolve()
+        try:
+            path = path.resolve()
+        except (OSError, RuntimeError):  # a symlink loop met while walking a directory
+            return False
         roots = [*self.case_dirs, *self.explicit_paths]
         return path in self.explicit_paths or any(root in path.parents for root in roots)
 
@@ -157,6 +151,17 @@ class ExportCheckSession:
             report.longrepr = f"{longrepr}\n{note}" if note else longrepr
         return report
 
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Take an observation as its item reports (xdist: on the controller), so what a
+        worker observed reaches the recording even if the worker dies later."""
+        if not self.recordings.update or report.when != "call":
+            return
+        properties = dict(report.user_properties)
+        entry, observation = properties.get(RECORDED_ENTRY), properties.get(OBSERVATION)
+        if isinstance(entry, str) and isinstance(observation, str):
+            case_file, case, capture = json.loads(entry)
+            self.recordings.observe(Path(case_file), case, capture, json.loads(observation))
+
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         """xdist controller: take a finished worker's observations (and why a dead one died)."""
@@ -177,6 +182,9 @@ class ExportCheckSession:
         if crash is None:  # it died outside an exportcheck item: xdist's report stands
             return
         report.longrepr = f"[crashed] {crash.describe(self._node_errors.get(crash.worker))}"
+        if self.recordings.update:  # its observation died with it: keep the file's entries
+            case_file = Path(self.config.rootpath, crash.location.rpartition(":")[0])
+            self.recordings.incomplete.add(str(case_file.resolve()))
         report.user_properties = [*crash.properties, ("exportcheck_stage", "crashed")]
         path, _, line = crash.location.rpartition(":")
         if line.isdigit():
@@ -191,7 +199,9 @@ class ExportCheckSession:
             self._crash_log = CrashLog(Path(tempfile.mkdtemp(prefix="exportcheck-crashes-")))
         return self._crash_log
 
+    @pytest.hookimpl(tryfirst=True)  # before the reports: they read the exit status it sets
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        self._session = session
         if self._crash_log is not None and not hasattr(self.config, "workerinput"):
             import shutil
 
@@ -207,11 +217,29 @@ class ExportCheckSession:
         cache = getattr(self.config, "cache", None)
         if self.gpu_peak and cache is not None:  # the next run's auto cap of workers per GPU
             cache.set(PEAK_CACHE_KEY, self.gpu_peak)
-        if self.recordings.update:
+        if self.recordings.update and self.config.option.collectonly:
+            # Nothing ran, so nothing was observed: writing would only drop entries.
+            self._recording_lines = ["not written: --collect-only runs no item"]
+        elif self.recordings.update:
             whole = not (session.shouldstop or session.shouldfail) and exitstatus in (0, 1)
             self._recording_lines = self.recordings.write(whole_run=whole)
+            if self.recordings.unwritten and session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the update did not happen
         else:
             self._recording_lines = self.recordings.stale_report()
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        """A thread a case left running that this Python gave no way to detach would keep
+        the process alive after its summary: it ends here, with the run's own status."""
+        process_state = sys.modules.get("pytest_exportcheck.process_state")
+        session = getattr(self, "_session", None)
+        if process_state is None or session is None or hasattr(config, "workerinput"):
+            return
+        if process_state.undetached_threads():
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(int(session.exitstatus))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.gpu_sharing or self.gpu_peak:
@@ -261,6 +289,8 @@ class ExportCheckSession:
                     cached = capture(name, subject)
             except (ExportCheckError, StageTimeout) as exc:
                 cached = Failed(exc, item.nodeid)
+            except BaseException as exc:
+                cached = Failed(user_exit_error(exc, item.case.location), item.nodeid)
             self._captures[key] = cached
             while len(self._captures) > self.max_captures:
                 self._captures.popitem(last=False)
@@ -290,6 +320,8 @@ class ExportCheckSession:
                     cached.eager  # noqa: B018 - an eager forward that raises is a case error
             except (ExportCheckError, StageTimeout) as exc:
                 cached = Failed(exc, item.nodeid)
+            except BaseException as exc:
+                cached = Failed(user_exit_error(exc, item.case.location), item.nodeid)
             self._subjects[key] = cached
             # Subjects are bounded like captures: an xdist worker's counts include
             # items other workers run, so counting alone would keep every model.
@@ -324,16 +356,3 @@ class ExportCheckSession:
     def cached_captures(self) -> list[Key]:
         """For tests: the keys of captures alive now."""
         return list(self._captures)
-
-
-def _check_gpu_sharing_options(config: pytest.Config) -> None:
-    """Bad sharing settings are usage errors now, not a scheduler crash under xdist."""
-    from pytest_exportcheck.gpu_sharing import SharingError, parse_size, requested_workers_per_gpu
-
-    try:
-        requested_workers_per_gpu(config)
-        size = config.getini("exportcheck_gpu_memory_per_worker")
-        if size.strip():
-            parse_size(size)
-    except SharingError as exc:
-        raise pytest.UsageError(f"--exportcheck-gpu-workers / exportcheck_gpu_*: {exc}") from None

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from types import FrameType
+from typing import Any
 
 from pytest_exportcheck.failures import ExportCheckError
 
@@ -48,13 +50,28 @@ class StageTimeout(BaseException):
     as_dependency = ExportCheckError.as_dependency
 
 
+# The attribute an exception leaving a stage carries: the innermost stage it left.
+_LEFT = "__exportcheck_stage__"
+
+
 @contextmanager
 def stage(name: str) -> Iterator[None]:
     token = _STAGE.set(name)
     try:
         yield
+    except BaseException as exc:
+        # Outer stages see the exception after the inner one tagged it: keep the first.
+        if not hasattr(exc, _LEFT):
+            with suppress(AttributeError):  # an exception type with __slots__: untagged
+                setattr(exc, _LEFT, name)
+        raise
     finally:
         _STAGE.reset(token)
+
+
+def stage_left(exc: BaseException) -> str | None:
+    """The innermost stage ``exc`` was raised in, if it left one."""
+    return getattr(exc, _LEFT, None)
 
 
 def current_stage() -> str:
@@ -65,20 +82,121 @@ def can_time_out() -> bool:
     return hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
 
 
+# The longest time limit a case or the option may set (a day): beyond it, a typo.
+MAX_TIMEOUT_SECONDS = 86400
+# A limit that user code swallowed (``except BaseException: pass``, a bare ``except:``)
+# fires again this often until the item ends.
+REFIRE_SECONDS = 1.0
+# The backstop the watchdog thread sends when the model replaced the SIGALRM handler
+# or cancelled the timer (a library that uses alarms itself).
+BACKSTOP_SIGNAL = getattr(signal, "SIGVTALRM", None)
+
+
 @contextmanager
 def time_limit(seconds: float, describe: Callable[[str], str]) -> Iterator[None]:
-    """Raise ``StageTimeout(describe(stage))`` if the block runs longer than ``seconds``."""
+    """Raise ``StageTimeout(describe(stage))`` if the block runs longer than ``seconds``.
+
+    A limit must hold whatever the model does about it:
+    - swallowed: the timer re-fires every ``REFIRE_SECONDS`` until the block ends;
+    - the SIGALRM handler replaced or the timer cancelled: a watchdog thread sends
+      ``BACKSTOP_SIGNAL`` to the main thread, whose handler is ours;
+    - however the block ended (a result, another error), if it ran past the limit the
+      item fails ``[timeout]``, saying what the model did to the limit.
+    """
     if seconds <= 0 or not can_time_out():
         yield
         return
 
-    def on_alarm(signum: int, frame: FrameType | None) -> None:
-        raise StageTimeout(describe(current_stage()))
+    fired_in: list[str] = []  # the stage each firing interrupted
 
+    def on_alarm(signum: int, frame: FrameType | None) -> None:
+        fired_in.append(current_stage())
+        raise StageTimeout(describe(fired_in[0]))
+
+    started = time.monotonic()
     previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    previous_backstop = _install(BACKSTOP_SIGNAL, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds, REFIRE_SECONDS)
+    watchdog = _Watchdog(seconds, on_alarm)
+    ended_by: StageTimeout | None = None
+    failure: BaseException | None = None
     try:
         yield
+    except StageTimeout as exc:
+        ended_by = exc
+        raise
+    except BaseException as exc:
+        failure = exc
+        raise
     finally:
+        tampered = watchdog.stop()
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        _install(BACKSTOP_SIGNAL, previous_backstop)
+        elapsed = time.monotonic() - started
+        if ended_by is not None and tampered is not None:
+            # The backstop ended it: say what the model did to the limit.
+            raise StageTimeout(f"{ended_by.message}; {tampered}") from None
+        if ended_by is not None and len(fired_in) > 1:
+            caught = f"the model caught the time limit's exception {len(fired_in) - 1} time(s)"
+            raise StageTimeout(f"{ended_by.message}; {caught} before it took") from None
+        if ended_by is None and elapsed > seconds:
+            # Past its limit, it ended some other way: a result, or an error of its own
+            # after swallowing ours. Either way the item fails as a timeout.
+            why = tampered or (
+                f"the model caught the time limit's exception {len(fired_in)} time(s) and went on"
+            )
+            stage_name = fired_in[0] if fired_in else current_stage()
+            message = f"{describe(stage_name)}; it ran {elapsed:.1f} s: {why}"
+            raise StageTimeout(message) from failure
+
+
+def _install(signum: int | None, handler: Any) -> Any:
+    return None if signum is None or handler is None else signal.signal(signum, handler)
+
+
+class _Watchdog:
+    """Checks, from a thread of its own, that the block's limit can still fire.
+
+    Past the limit (and every ``REFIRE_SECONDS`` after), if the SIGALRM handler is no
+    longer ours or the timer was cancelled, it signals the main thread with
+    ``BACKSTOP_SIGNAL``. :meth:`stop` says what the model did, if anything.
+    """
+
+    def __init__(self, seconds: float, handler: Any) -> None:
+        self.handler = handler
+        self.tampered: str | None = None
+        self._stopped = threading.Event()
+        self._main = threading.main_thread().ident
+        self._thread = threading.Thread(
+            target=self._watch, args=(seconds,), name="exportcheck-time-limit", daemon=True
+        )
+        self._thread.start()
+
+    def _watch(self, seconds: float) -> None:
+        if self._stopped.wait(seconds + REFIRE_SECONDS / 2):
+            return
+        while True:
+            tampered = self._tampering()
+            if tampered is not None:
+                self.tampered = tampered
+                if BACKSTOP_SIGNAL is not None and self._main is not None:
+                    signal.pthread_kill(self._main, BACKSTOP_SIGNAL)
+            if self._stopped.wait(REFIRE_SECONDS):
+                return
+
+    def _tampering(self) -> str | None:
+        if signal.getsignal(signal.SIGALRM) is not self.handler:
+            return (
+                "the model replaced the SIGALRM handler (the limit fired through a backstop signal)"
+            )
+        if signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0):
+            return (
+                "the model cancelled the SIGALRM timer (the limit fired through a backstop signal)"
+            )
+        return None
+
+    def stop(self) -> str | None:
+        self._stopped.set()
+        self._thread.join()
+        return self.tampered or self._tampering()

@@ -15,7 +15,13 @@ from typing import Any
 import torch
 
 from pytest_exportcheck.build import BuildError, build_inputs, build_model, preload_targets
-from pytest_exportcheck.failures import CaseError, EagerError, describe_exception, with_user_frame
+from pytest_exportcheck.failures import (
+    CaseError,
+    EagerError,
+    describe_exception,
+    exception_text,
+    with_user_frame,
+)
 from pytest_exportcheck.isolation import (
     clone_tree,
     flat_inputs,
@@ -77,6 +83,7 @@ class Subject:
     ) -> None:
         self.case = case
         self.device = device
+        self.max_elements = max_elements  # the allocation bound user code runs under
         self._eager_steps: list[Step] = []
         self._fp64_steps: list[Step] | None = []
         try:
@@ -90,7 +97,8 @@ class Subject:
             private_copy(self._model)
         except Exception as exc:
             raise CaseError(
-                f"{case.location}: the model cannot be deep-copied ({type(exc).__name__}: {exc});"
+                f"{case.location}: the model cannot be deep-copied ({type(exc).__name__}: "
+                f"{exception_text(exc)});"
                 " every compared run needs its own copy"
             ) from exc
 
@@ -103,9 +111,10 @@ class Subject:
         moved = Subject.__new__(Subject)
         moved.case = self.case
         moved.device = device
+        moved.max_elements = self.max_elements
         moved._eager_steps = []
         moved._fp64_steps = []
-        model = self.model_copy().to(device)
+        model = moved_model(self.model_copy(), device)
         move_strays(model, device)
         moved._model, moved._inputs = model, to_device(self.inputs_copy(), device)
         return moved
@@ -342,4 +351,21 @@ def _build(case: Case, device: str, max_elements: int | None) -> tuple[torch.nn.
         max_elements = None
     with torch.device(device):
         model, inputs = build_model(case, max_elements), build_inputs(case, max_elements)
-    return model.to(device), to_device(inputs, device)
+    return moved_model(model, device), to_device(inputs, device)
+
+
+def moved_model(model: torch.nn.Module, device: str) -> torch.nn.Module:
+    """``model.to(device)``, which must return the model itself, as ``nn.Module.to`` does.
+
+    A model whose ``.to()`` returns another module would have that one checked in
+    its place, and one returning None would break every later step.
+    """
+    moved = model.to(device)
+    if moved is not model:
+        raise BuildError(
+            f"{type(model).__name__}.to({device!r}) returned "
+            f"{'None' if moved is None else type(moved).__name__ + ' (another object)'}, "
+            "not the model itself as nn.Module.to does: the checks would not run on the "
+            "model the case builds"
+        )
+    return moved

@@ -26,6 +26,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from pytest_exportcheck.failures import exception_text
+from pytest_exportcheck.user_exits import is_user_exit
+
 
 class TargetError(Exception):
     """A target that cannot be imported or does not name an attribute."""
@@ -60,8 +63,11 @@ def resolve_callable(target: str, base_dir: Path) -> Any:
 def _import_module(name: str) -> ModuleType:
     try:
         return importlib.import_module(name)
-    except Exception as exc:  # a module may raise anything while it executes
-        raise TargetError(f"cannot import {name!r}: {type(exc).__name__}: {exc}") from exc
+    except BaseException as exc:  # a module may raise anything while it executes
+        if not isinstance(exc, Exception) and not is_user_exit(exc):
+            raise  # Ctrl-C, the item's time limit
+        failure = f"{type(exc).__name__}: {exception_text(exc)}"
+        raise TargetError(f"cannot import {name!r}: {failure}") from exc
 
 
 def _did_you_mean(owner: Any, wrong: str) -> str:
@@ -94,9 +100,10 @@ def _import_file(path: Path) -> ModuleType:
         spec.loader.exec_module(module)
     except BaseException as exc:
         del sys.modules[name]
-        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-            raise
-        raise TargetError(f"importing {path} raised {type(exc).__name__}: {exc}") from exc
+        if not isinstance(exc, Exception) and not is_user_exit(exc):
+            raise  # Ctrl-C, the item's time limit
+        failure = f"{type(exc).__name__}: {exception_text(exc)}"
+        raise TargetError(f"importing {path} raised {failure}") from exc
     setattr(parent, name.rpartition(".")[2], module)
     return module
 

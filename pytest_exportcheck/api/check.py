@@ -50,7 +50,7 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.
 
 def check_model(
     model: torch.nn.Module,
-    args: Iterable[Any] = (),
+    args: tuple[Any, ...] | list[Any] = (),
     kwargs: Mapping[str, Any] | None = None,
     *,
     captures: Iterable[str] | str = ("export",),
@@ -106,7 +106,7 @@ def fixture_checker(config: Any, node: Any = None) -> Callable[..., Report]:
 
     def exportcheck(
         model: torch.nn.Module,
-        args: Iterable[Any] = (),
+        args: tuple[Any, ...] | list[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         **options: Any,
     ) -> Report:
@@ -138,7 +138,7 @@ def _leave_on(node: Any, report: Report) -> None:
 
 def _check(
     model: torch.nn.Module,
-    args: Iterable[Any],
+    args: tuple[Any, ...] | list[Any],
     kwargs: Mapping[str, Any] | None,
     *,
     timeout_source: str = "the timeout argument",
@@ -152,8 +152,13 @@ def _check(
     path, line = _caller()
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"check_model needs a torch.nn.Module, not {type(model).__name__}")
-    if isinstance(args, (str, bytes)) or not isinstance(args, Iterable):
-        raise TypeError(f"args must be a tuple of positional inputs, not {type(args).__name__}")
+    if not isinstance(args, (tuple, list)):
+        # A tensor or a dict is iterable too: iterated, it would check the model on
+        # inputs the caller never gave (a tensor's rows, a dict's keys).
+        raise TypeError(
+            f"args must be a tuple or list of positional inputs (model(*args)), not "
+            f"{type(args).__name__}: for one input write args=(x,)"
+        )
     if kwargs is not None and not isinstance(kwargs, Mapping):
         raise TypeError(f"kwargs must be a mapping of keyword inputs, not {type(kwargs).__name__}")
     case, devices = make_case(model, path=path, line=line, **options)

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import torch
 
+from pytest_exportcheck.build import BuildError
 from pytest_exportcheck.case_run import CaseRun
 from pytest_exportcheck.failures import CaseError
 from pytest_exportcheck.isolation import clone_tree, private_copy, to_device
 from pytest_exportcheck.spec import Case
-from pytest_exportcheck.subject import Inputs, Subject
+from pytest_exportcheck.spec.semantics import MAX_TENSOR_ELEMENTS
+from pytest_exportcheck.subject import Inputs, Subject, moved_model
 
 
 class GivenSubject(Subject):
@@ -30,6 +32,7 @@ class GivenSubject(Subject):
     def __init__(self, case: Case, device: str, model: torch.nn.Module, inputs: Inputs) -> None:
         self.case = case
         self.device = device
+        self.max_elements = MAX_TENSOR_ELEMENTS  # the allocation bound user code runs under
         self._eager_steps = []
         self._fp64_steps = []
         try:
@@ -43,7 +46,9 @@ class GivenSubject(Subject):
             # On an accelerator the YAML path builds on CPU and moves; a given model may
             # be anywhere already, so the copies go to the item's device in every case.
             inputs = to_device(clone_tree(inputs), device)
-            model = model.to(device)
+            model = moved_model(model, device)
+        except BuildError as exc:
+            raise CaseError(f"{case.location}: {exc}") from exc
         except Exception as exc:
             raise CaseError(
                 f"{case.location}: moving the model and inputs to {device} raised "

@@ -23,6 +23,7 @@ from collections import Counter
 
 import torch
 
+from pytest_exportcheck.allocation import refusing_huge_tensors
 from pytest_exportcheck.capture.export import ProgramRecord
 from pytest_exportcheck.capture.record import CaptureRecord
 from pytest_exportcheck.checks.listdiff import (
@@ -49,7 +50,7 @@ def check_hierarchy(case: Case, record: CaptureRecord) -> list[str]:
     findings: list[str] = []
     findings += _module_names(case, eager, unflat)
     findings += _sharing(eager, unflat)
-    findings += _state(eager, unflat)
+    findings += _state(eager, unflat, record.subject.max_elements)
     findings += _call_counts(record, unflat)
     findings += _outputs(case, record, unflat)
     findings += check_submodules_alone(case, record)
@@ -85,8 +86,14 @@ def _sharing(eager: torch.nn.Module, unflat: torch.nn.Module) -> list[str]:
     )
 
 
-def _state(eager: torch.nn.Module, unflat: torch.nn.Module) -> list[str]:
-    expected = eager.state_dict()
+def _state(eager: torch.nn.Module, unflat: torch.nn.Module, max_elements: int | None) -> list[str]:
+    try:
+        # A model may override state_dict(): it is the model's code, run under the guard
+        # its constructor ran under, and what it raises is the model's.
+        with refusing_huge_tensors(max_elements):
+            expected = eager.state_dict()
+    except Exception as exc:
+        return [describe_exception(exc, context="the model's own state_dict() raised")]
     actual = unflat.state_dict()
     findings = []
     missing = [k for k in expected if k not in actual]

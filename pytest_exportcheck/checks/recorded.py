@@ -26,6 +26,8 @@ from pytest_exportcheck.checks.listdiff import list_diff
 from pytest_exportcheck.drift import Drift, drifts
 from pytest_exportcheck.failures import CaptureError, CaseError
 from pytest_exportcheck.recording import (
+    OBSERVATION,
+    RECORDED_ENTRY,
     Recording,
     RecordingError,
     RecordingStore,
@@ -196,12 +198,12 @@ def record_or_compare(
     try:
         recording = store.recording(case.path)
     except RecordingError as exc:
-        raise CaseError(
-            f"{exc}; fix or delete it (--exportcheck-update will not overwrite it)"
-        ) from None
-    set_property("exportcheck_observation", json.dumps(observation, sort_keys=True))
+        raise CaseError(f"{exc}; {exc.advice}") from None
+    set_property(OBSERVATION, json.dumps(observation, sort_keys=True))
     if store.update:
         store.observe(case.path, case.name, capture, observation)
+        # With the report, so the controller has it even if this worker dies later.
+        set_property(RECORDED_ENTRY, json.dumps([str(case.path), case.name, capture]))
         return None
     found = check_recorded(case, capture, recording, store.minor, observation)
     if isinstance(found, str):

@@ -33,7 +33,7 @@ from pytest_exportcheck.capture.symbolic import KeptDim, kept_dims
 from pytest_exportcheck.checks.signal import no_signal
 from pytest_exportcheck.checks.steps import compare_step, lifted_state
 from pytest_exportcheck.compare_values import Tolerance, compare_trees
-from pytest_exportcheck.failures import Note
+from pytest_exportcheck.failures import Note, exception_text
 from pytest_exportcheck.isolation import clone_tree, flat_inputs, seeded, to_device
 from pytest_exportcheck.runs import run_steps
 from pytest_exportcheck.spec import Case
@@ -351,7 +351,7 @@ def _run(make: Any, inputs: Any, seed: int) -> tuple[Any, str | None]:
         with seeded(seed), torch.enable_grad():
             return call(*args, **kwargs), None
     except Exception as exc:
-        first = (str(exc).strip().splitlines() or [""])[0]
+        first = (exception_text(exc).strip().splitlines() or [""])[0]
         return None, f"{type(exc).__name__}: {first[:200]}"
 
 

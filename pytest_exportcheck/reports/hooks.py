@@ -113,7 +113,7 @@ class ReportPlugin:
         self.run = json_report.run_info(
             started=self.started,
             finished=time.time(),
-            exitstatus=exitstatus,
+            exitstatus=session.exitstatus,  # as the recordings left it (session.py)
             args=self.config.invocation_params.args,
         )
         current = [r.to_json() for r in self.results]
@@ -141,6 +141,7 @@ class ReportPlugin:
                     ("--exportcheck-fail-on-regression: no regression against the baseline; "
                      "its known failures do not fail the run", {"green": True})
                 )  # fmt: skip
+        self.run["exitstatus"] = int(session.exitstatus)  # the process's, whatever set it
         if self.report_path is not None and not self.config.option.collectonly:
             self._write(self.report_path)
 

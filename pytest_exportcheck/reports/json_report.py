@@ -79,33 +79,53 @@ def dumps(doc: Mapping[str, Any]) -> str:
     return json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n"
 
 
+# Larger than any report of a real corpus; a file past it is not one (or /dev/zero).
+MAX_BASELINE_BYTES = 256 << 20
+REPORT_SCHEMA = Path(__file__).with_name("report.schema.json")
+
+
 def load_baseline(path: Path) -> dict[str, Any]:
-    """A report written by ``--exportcheck-report``, checked enough to compare with.
+    """A report written by ``--exportcheck-report``, validated against
+    ``report.schema.json`` before the run builds any model: a baseline the comparison
+    cannot read would otherwise fail only after the whole run.
 
     Raises :class:`BaselineError` naming the file and what is wrong with it.
     """
+    if not path.exists():
+        raise BaselineError(f"{path}: no such file")
+    if not path.is_file():
+        raise BaselineError(f"{path}: not a regular file")
+    size = path.stat().st_size
+    if size > MAX_BASELINE_BYTES:
+        raise BaselineError(f"{path}: {size} bytes, over the {MAX_BASELINE_BYTES} a report takes")
     try:
         text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BaselineError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise BaselineError(f"{path}: cannot be read ({type(exc).__name__}: {exc})") from None
     try:
         doc = json.loads(text)
+    except RecursionError:
+        raise BaselineError(f"{path}: nested too deeply to be a report") from None
     except ValueError as exc:
         raise BaselineError(f"{path}: not valid JSON ({exc})") from None
     hint = "expected a report written by --exportcheck-report"
-    if not isinstance(doc, dict) or "format" not in doc or not isinstance(doc.get("items"), list):
-        raise BaselineError(f"{path}: {hint}")
-    if doc["format"] != FORMAT:
+    if isinstance(doc, dict) and "format" in doc and doc["format"] != FORMAT:
         raise BaselineError(
             f"{path}: report format {doc['format']!r}, this plugin reads format {FORMAT}"
         )
-    for index, item in enumerate(doc["items"]):
-        if not isinstance(item, dict) or not isinstance(item.get("nodeid"), str):
-            raise BaselineError(f"{path}: item #{index + 1} has no nodeid; {hint}")
-        if "outcome" not in item:
-            raise BaselineError(f"{path}: item #{index + 1} has no outcome; {hint}")
-    if not isinstance(doc.get("run", {}), dict):
-        raise BaselineError(f"{path}: 'run' is not an object; {hint}")
+    problem = _schema_problem(doc)
+    if problem is not None:
+        raise BaselineError(f"{path}: {problem}; {hint}")
     return doc
+
+
+def _schema_problem(doc: Any) -> str | None:
+    """The first way ``doc`` is not a report, at its JSON path (``items[3].outcome: ...``)."""
+    import jsonschema  # deferred: only a compare run needs it
+
+    validator = jsonschema.Draft202012Validator(json.loads(REPORT_SCHEMA.read_text("utf-8")))
+    error = jsonschema.exceptions.best_match(validator.iter_errors(doc))
+    if error is None:
+        return None
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+    return f"{where.lstrip('.') or 'the document'}: {error.message[:200]}"

@@ -44,7 +44,7 @@ from pytest_exportcheck.spec.versions import (
     unmet_conditions,
     xfail_conditions,
 )
-from pytest_exportcheck.spec.yaml_lines import LineDict, line_of, load_yaml
+from pytest_exportcheck.spec.yaml_lines import MAX_DEPTH, LineDict, line_of, load_yaml
 
 CASE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -91,6 +91,8 @@ def load_case_file(path: Path, max_elements: int = MAX_TENSOR_ELEMENTS) -> list[
         raise SpecError(f"cannot read case file: {exc}", path) from None
     try:
         document = load_yaml(text)
+    except RecursionError:  # PyYAML composes nested values recursively
+        raise SpecError(f"invalid YAML: values nest deeper than {MAX_DEPTH} levels", path) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None

@@ -25,7 +25,8 @@ MAX_TENSOR_ELEMENTS = 1 << 28
 
 
 def semantic_errors(case: dict[str, Any], max_elements: int = MAX_TENSOR_ELEMENTS) -> list[Problem]:
-    problems = list(_xfail_scope(case))
+    problems = list(_non_finite(case))
+    problems += list(_xfail_scope(case))
     problems += list(_capture_options(case))
     problems += list(dynamic_problems(case))
     if "shapes" in case.get("checks", ()) and "dynamic" not in case:
@@ -39,6 +40,23 @@ def semantic_errors(case: dict[str, Any], max_elements: int = MAX_TENSOR_ELEMENT
         for key, value in inputs.get("kwargs", {}).items():
             problems.extend(_tensor_specs(value, ["inputs", "kwargs", key], max_elements))
     return problems
+
+
+def _non_finite(value: Any, path: list[Any] | None = None) -> Iterator[Problem]:
+    """A setting of ``.nan`` or ``.inf`` (a time limit, a tolerance): JSON Schema's bounds
+    cannot catch NaN (it compares false with every bound), and either would quietly mean
+    "no limit" or "anything matches". Inputs and model arguments may hold them."""
+    path = path or []
+    if isinstance(value, float) and not math.isfinite(value):
+        yield (f"{'.'.join(map(str, path))} is {value}: a setting must be a finite number", path)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if not path and key in ("inputs", "model"):
+                continue
+            yield from _non_finite(item, [*path, key])
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _non_finite(item, [*path, index])
 
 
 def _xfail_scope(case: dict[str, Any]) -> Iterator[Problem]:

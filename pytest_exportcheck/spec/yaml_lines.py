@@ -31,8 +31,24 @@ class DuplicateKeyError(yaml.MarkedYAMLError):
     """Raised for a key that appears twice in one mapping."""
 
 
+# A case file expanded through its aliases, and nested: bounds far above any real case
+# file, far below what exhausts memory or the stack (an alias bomb of nine levels of
+# nine aliases expands to 387 million values; JSON Schema recurses once per level).
+MAX_VALUES = 1_000_000
+MAX_DEPTH = 64
+
+
+class TooLargeError(yaml.MarkedYAMLError):
+    """A document that expands (through aliases) or nests beyond the bounds."""
+
+
 class LineLoader(yaml.SafeLoader):
     """``SafeLoader`` building :class:`LineDict` / :class:`LineList` with positions."""
+
+    def compose_document(self) -> Any:
+        node = super().compose_document()
+        _within_bounds(node)  # before anything is constructed from it
+        return node
 
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
         # PyYAML's scalar constructors raise plain ValueError/KeyError/... for
@@ -93,6 +109,55 @@ LineLoader.add_constructor(
 LineLoader.add_constructor(
     yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, LineLoader.construct_line_sequence
 )
+
+
+def _within_bounds(root: yaml.Node) -> None:
+    """Refuse a node graph that expands to over ``MAX_VALUES`` values, nests deeper than
+    ``MAX_DEPTH``, or contains itself (an anchor used inside its own value).
+
+    Aliases make the graph share nodes: sizes are summed per node once (iteratively,
+    so a deep document cannot exhaust the stack here either).
+    """
+    done: dict[int, tuple[int, int]] = {}  # id(node) -> (values, depth) once expanded
+    open_nodes: set[int] = set()  # on the current path: seeing one again is a cycle
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        children = _children(node)
+        if children_done:
+            values = 1 + sum(done[id(child)][0] for child in children)
+            depth = 1 + max((done[id(child)][1] for child in children), default=0)
+            open_nodes.discard(id(node))
+            done[id(node)] = (values, depth)
+            if values > MAX_VALUES:
+                raise TooLargeError(
+                    None, None,
+                    f"the document expands through its aliases to over {MAX_VALUES} values "
+                    "(an alias bomb?); a case file needs far fewer",
+                    node.start_mark,
+                )  # fmt: skip
+            if depth > MAX_DEPTH:
+                raise TooLargeError(
+                    None, None, f"values nest deeper than {MAX_DEPTH} levels", node.start_mark
+                )  # fmt: skip
+            continue
+        if id(node) in done:
+            continue
+        if id(node) in open_nodes:
+            raise TooLargeError(
+                None, None, "an alias refers to a value that contains it", node.start_mark
+            )
+        open_nodes.add(id(node))
+        stack.append((node, True))
+        stack.extend((child, False) for child in children)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
 
 
 def load_yaml(text: str) -> Any:

@@ -166,7 +166,9 @@ def test_stale_entries_are_reported_and_removed_only_by_a_whole_update(
     update(project)
     rewrite(
         project,
-        lambda data: data["torch"][torch_minor()].update({"renamed": {"export": "old"}}),
+        lambda data: data["torch"][torch_minor()].update(
+            {"renamed": {"export": {"capture": "[other] RuntimeError: old"}}}
+        ),
     )
     result = project.runpytest("--exportcheck")
     result.stdout.fnmatch_lines(

@@ -387,10 +387,15 @@ def test_fail_on_regression_without_a_baseline_is_a_usage_error(
     [
         (None, "no such file"),
         ('{"format": 1, "items": [', "not valid JSON (*)"),
-        ('{"format": 1, "torch": {}}', "expected a report written by --exportcheck-report"),
+        ('{"format": 1, "torch": {}}', "*; expected a report written by --exportcheck-report"),
         ('{"format": 7, "items": []}', "report format 7, this plugin reads format 1"),
+        (
+            '{"format": 1, "items": [{"nodeid": "a", "outcome": {}}]}',
+            "items[[]0[]].outcome: {} is not one of *",
+        ),
+        ('{"format": 1, "items": ' + "[" * 100000 + "]" * 100000 + "}", "nested too deeply *"),
     ],
-    ids=["missing", "not-json", "a-recording", "future-format"],
+    ids=["missing", "not-json", "a-recording", "future-format", "wrong-type", "deep"],
 )
 def test_a_bad_baseline_is_a_usage_error(
     project: pytest.Pytester, content: str | None, problem: str
@@ -402,6 +407,13 @@ def test_a_bad_baseline_is_a_usage_error(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: --exportcheck-compare: *base.json: {problem}"])
     assert "Traceback" not in result.stderr.str() + result.stdout.str()
+
+
+def test_a_baseline_that_is_not_a_regular_file_is_refused_unread(project: pytest.Pytester) -> None:
+    write_cases(project, MLP_CASE)
+    result = run(project, "--exportcheck-compare=/dev/zero")  # it would read forever
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --exportcheck-compare: /dev/zero: not a regular file"])
 
 
 # -- junit XML --------------------------------------------------------------------------------

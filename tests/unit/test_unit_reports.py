@@ -276,9 +276,25 @@ def test_a_written_report_loads_back_as_a_baseline(tmp_path: Path) -> None:
     ("doc", "problem"),
     [
         ([], "expected a report written by --exportcheck-report"),
-        ({"format": 1, "items": [{"outcome": "passed"}]}, "item #1 has no nodeid"),
-        ({"format": 1, "items": [{"nodeid": "a"}]}, "item #1 has no outcome"),
-        ({"format": 1, "items": [], "run": []}, "'run' is not an object"),
+        ({"format": 1, "items": [{"outcome": "passed"}]}, "items\\[0\\]: 'nodeid' is a required"),
+        ({"format": 1, "items": [{"nodeid": "a"}]}, "items\\[0\\]: 'outcome' is a required"),
+        ({"format": 1, "items": [], "run": []}, "run: \\[\\] is not of type 'object'"),
+        (
+            {"format": 1, "items": [{"nodeid": "a", "outcome": {"passed": True}}]},
+            "items\\[0\\].outcome: {'passed': True} is not one of",
+        ),
+        (
+            {"format": 1, "items": [{"nodeid": "a", "outcome": "failed", "message": ["x"]}]},
+            "items\\[0\\].message: \\['x'\\] is not of type 'string', 'null'",
+        ),
+    ],
+    ids=[
+        "not an object",
+        "no nodeid",
+        "no outcome",
+        "run a list",
+        "outcome a dict",
+        "message a list",
     ],
 )
 def test_a_malformed_baseline_says_what_is_wrong(tmp_path: Path, doc: Any, problem: str) -> None:

@@ -1,0 +1,134 @@
+"""Models that misbehave on purpose, each in one way (copied into each test's project).
+
+Each class's docstring says what it does; tests/hostile/README.md says what each proves.
+"""
+
+import os
+import signal
+import sys
+import threading
+import time
+
+import torch
+from torch import nn
+
+
+class Good(nn.Module):
+    """The innocent case beside each hostile one: it must pass, whatever ran before it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+class Leaves(Good):
+    """Leaves by the exception named in ``how`` (sys.exit, GeneratorExit, its own
+    BaseException, an exception whose __str__ raises), or ends the process (os._exit)."""
+
+    def __init__(self, how: str) -> None:
+        super().__init__()
+        self.how = how
+
+    def forward(self, x):
+        if self.how == "sys.exit":
+            sys.exit(3)
+        if self.how == "os._exit":
+            os._exit(0)
+        if self.how == "GeneratorExit":
+            raise GeneratorExit("closed")
+        if self.how == "BaseException":
+            raise OwnBaseException("a model's own BaseException")
+        raise Unprintable()
+
+
+class OwnBaseException(BaseException):
+    pass
+
+
+class Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("__str__ raised")
+
+
+class DefeatsTimeLimit(Good):
+    """Sleeps ``seconds`` while defeating the time limit as ``how`` says: swallowing its
+    exception (``except BaseException: pass``), replacing the SIGALRM handler, or
+    cancelling the timer (as a library that uses alarms itself would)."""
+
+    def __init__(self, how: str, seconds: float = 2.5) -> None:
+        super().__init__()
+        self.how = how
+        self.seconds = seconds
+
+    def forward(self, x):
+        if self.how == "replace handler":
+            signal.signal(signal.SIGALRM, lambda signum, frame: None)
+        elif self.how == "cancel timer":
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        end = time.monotonic() + self.seconds
+        while time.monotonic() < end:
+            try:
+                time.sleep(0.02)
+            except BaseException:
+                if self.how != "swallow":
+                    raise
+        return self.lin(x)
+
+
+class ToReturnsAnother(Good):
+    """``.to()`` returns another module (``None`` with ``returns_none``)."""
+
+    def __init__(self, returns_none: bool = False) -> None:
+        super().__init__()
+        self.returns_none = returns_none
+
+    def to(self, *args, **kwargs):
+        return None if self.returns_none else Good()
+
+
+class ChangesProcessState(Good):
+    """Changes process-wide state in forward and leaves it changed: ``dtype`` sets the
+    default dtype to float64, ``hook`` registers a global module forward hook."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__()
+        self.what = what
+
+    def forward(self, x):
+        if self.what == "dtype":
+            torch.set_default_dtype(torch.float64)
+        else:
+            nn.modules.module.register_module_forward_hook(_scale_outputs)
+        return self.lin(x)
+
+
+def _scale_outputs(module, args, output):
+    return output * 2 if isinstance(output, torch.Tensor) else output
+
+
+class LeavesThread(Good):
+    """Starts a non-daemon thread that never ends."""
+
+    def forward(self, x):
+        threading.Thread(target=threading.Event().wait, name="never-ends").start()
+        return self.lin(x)
+
+
+class Aborts(Good):
+    """Kills its process in forward (a stand-in for a segfaulting kernel)."""
+
+    def forward(self, x):
+        os.abort()
+
+
+class HugeStateDict(Good):
+    """Overrides state_dict() to allocate 2^40 floats (4 TiB) when called as the checks
+    call it (export itself asks with keep_vars=True)."""
+
+    def state_dict(self, *args, keep_vars=False, **kwargs):
+        if not keep_vars:
+            torch.zeros(1 << 40)
+        return super().state_dict(*args, keep_vars=keep_vars, **kwargs)

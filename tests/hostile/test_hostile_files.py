@@ -1,0 +1,69 @@
+"""Case files built to exhaust the loader fail as one ``[case]`` item at their line;
+the good case in the next file still runs."""
+
+from __future__ import annotations
+
+import pytest
+from hostilekit import write_hostile
+
+# Nine levels of nine aliases: 387 million values once expanded.
+ALIAS_BOMB = "cases:\n  bomb: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+    f"  {name}: &{name} [{', '.join([f'*{previous}'] * 9)}]\n"
+    for previous, name in zip("abcdefgh", "bcdefghi", strict=True)
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "refused"),
+    [
+        (
+            ALIAS_BOMB,
+            "cases/bad.yaml:*: invalid YAML: the document expands through its aliases to over "
+            "1000000 values (an alias bomb?)*",
+        ),
+        (
+            "cases: " + "[" * 100 + "]" * 100,
+            "cases/bad.yaml:1: invalid YAML: values nest deeper than 64 levels",
+        ),
+        (
+            "cases: " + "[" * 100000 + "]" * 100000,
+            "cases/bad.yaml: invalid YAML: values nest deeper than 64 levels",
+        ),
+        (
+            "cases: &loop [*loop]",
+            "cases/bad.yaml:1: invalid YAML: an alias refers to a value that contains it",
+        ),
+    ],
+    ids=["alias bomb", "100 levels deep", "100000 levels deep", "self-referencing alias"],
+)
+def test_a_file_that_would_exhaust_the_loader_is_one_failing_item(
+    hostile: pytest.Pytester, dist: list[str], text: str, refused: str
+) -> None:
+    write_hostile(hostile)
+    (hostile.path / "cases" / "bad.yaml").write_text(text)
+    result = hostile.runpytest("--exportcheck", *dist)
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines([f"[[]case[]] {refused}"])
+
+
+def test_a_symlink_loop_named_on_the_command_line_is_a_usage_error(
+    hostile: pytest.Pytester,
+) -> None:
+    (hostile.path / "cases" / "a.yaml").symlink_to("b.yaml")
+    (hostile.path / "cases" / "b.yaml").symlink_to("a.yaml")
+    result = hostile.runpytest("--exportcheck", "cases/a.yaml")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: file or directory not found: cases/a.yaml (a symlink loop: it never reaches a file)"
+        ]
+    )
+
+
+def test_a_symlink_loop_inside_the_case_directory_is_passed_over(
+    hostile: pytest.Pytester,
+) -> None:
+    write_hostile(hostile)
+    (hostile.path / "cases" / "a.yaml").symlink_to("b.yaml")
+    (hostile.path / "cases" / "b.yaml").symlink_to("a.yaml")
+    hostile.runpytest("--exportcheck").assert_outcomes(passed=1)

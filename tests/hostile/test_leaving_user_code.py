@@ -1,0 +1,67 @@
+"""A model that leaves by the back door fails its own case at the stage it left, once;
+the process goes on, the good case beside it passes, and the run exits 1."""
+
+from __future__ import annotations
+
+import pytest
+from hostilekit import hostile_case, write_hostile
+
+ITEMS = {"captures": "[export]", "checks": "[signature, parity]"}
+
+
+def leaves(how: str) -> str:
+    return hostile_case("leaves", f"{{target: hostile.py:Leaves, kwargs: {{how: {how}}}}}", **ITEMS)
+
+
+@pytest.mark.parametrize(
+    ("how", "shown"),
+    [
+        ("sys.exit", "SystemExit: 3"),
+        ("GeneratorExit", "GeneratorExit: closed"),
+        ("BaseException", "OwnBaseException: a model's own BaseException"),
+        ("unprintable", "Unprintable: <unprintable Unprintable object>"),
+    ],
+)
+def test_an_exit_from_forward_is_the_eager_stages_error_reported_once(
+    hostile: pytest.Pytester, dist: list[str], how: str, shown: str
+) -> None:
+    write_hostile(hostile, leaves(how))
+    result = hostile.runpytest("--exportcheck", *dist)
+    result.assert_outcomes(failed=2, passed=1)
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(
+        [
+            f"[[]eager[]] cases/hostile.yaml:2: the eager forward raised: {shown}",
+            "raised from user code:",
+            "*cases/hostile.py*in forward",
+        ]
+    )
+    # The other item points at the full report; the model is not run again for it.
+    result.stdout.fnmatch_lines(["(full report on cases/hostile.yaml::leaves::*)"])
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_os_exit_in_forward_is_refused_and_the_run_reports_it(hostile: pytest.Pytester) -> None:
+    # In its own process: were os._exit not refused, it would end the test run itself.
+    # Unrefused, it stops the run mid-line with exit status 0: a false pass.
+    write_hostile(hostile, leaves("os._exit"))
+    result = hostile.runpytest_subprocess("--exportcheck", "-p", "no:xdist")
+    result.assert_outcomes(failed=2, passed=1)
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(
+        [
+            "[[]eager[]] cases/hostile.yaml:2: the eager forward raised: ProcessExitCalled: "
+            "os._exit(0) was called: it would end the test process on the spot*",
+        ]
+    )
+
+
+def test_a_models_own_state_dict_runs_under_the_allocation_guard(hostile: pytest.Pytester) -> None:
+    target = "{target: hostile.py:HugeStateDict}"
+    write_hostile(hostile, hostile_case("huge", target, captures="[export]", checks="[hierarchy]"))
+    result = hostile.runpytest("--exportcheck")
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(
+        ["- the model's own state_dict() raised: HugeTensorError: *1099511627776*"]
+    )
+    assert "[internal]" not in result.stdout.str()

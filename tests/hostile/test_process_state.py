@@ -1,0 +1,53 @@
+"""A model that changes process-wide state fails its own case, naming the change; the
+state is put back, so the good case after it (in the same process) passes."""
+
+from __future__ import annotations
+
+import pytest
+from hostilekit import hostile_case, write_hostile
+
+
+def changes(what: str) -> str:
+    target = f"{{target: hostile.py:ChangesProcessState, kwargs: {{what: {what}}}}}"
+    return hostile_case("changes", target, captures="[export]", checks="[signature, parity]")
+
+
+@pytest.mark.parametrize(
+    ("what", "named"),
+    [
+        ("dtype", "torch.get_default_dtype(): torch.float32 -> torch.float64"),
+        # Eager runs forward more than once (a second run checks it is deterministic).
+        ("hook", "torch.nn.modules.module._global_forward_hooks: 0 hook(s) -> * (_scale_outputs*)"),
+    ],
+    ids=["default dtype", "global hook"],
+)
+def test_a_leaked_change_fails_every_item_of_its_case_and_no_other(
+    hostile: pytest.Pytester, dist: list[str], what: str, named: str
+) -> None:
+    write_hostile(hostile, changes(what))
+    result = hostile.runpytest("--exportcheck", *dist)
+    result.assert_outcomes(failed=2, passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "[[]case[]] cases/hostile.yaml:2: the model changed process-wide state and left it "
+            f"changed: {named} (put back: the cases after it run as they would alone)",
+        ]
+    )
+
+
+def test_a_thread_left_running_fails_its_case_and_the_run_still_ends(
+    hostile: pytest.Pytester,
+) -> None:
+    # In its own process: the point is that the process exits.
+    target = "{target: hostile.py:LeavesThread}"
+    write_hostile(hostile, hostile_case("threads", target, captures="[export]", checks="[parity]"))
+    result = hostile.runpytest_subprocess("--exportcheck", "-p", "no:xdist", timeout=120)
+    result.assert_outcomes(failed=1, passed=1)
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(
+        [
+            "[[]case[]] cases/hostile.yaml:2: the model changed process-wide state and left it "
+            "changed: * non-daemon thread(s) left running: 'never-ends'* (detached, so the run "
+            "can end)*",
+        ]
+    )
