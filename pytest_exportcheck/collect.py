@@ -172,7 +172,8 @@ class CheckItem(pytest.Item):
         if reason is not None:
             _skip_here(reason)
         # Under xdist: where this worker is, should the model kill it (crashes.py).
-        self._session.breadcrumb.start(self.nodeid, self.case.location, self.user_properties)
+        unit = self.capture_key() if self.check != "consistency" else None
+        self._session.breadcrumb.start(self.nodeid, self.case.location, self.user_properties, unit)
         try:
             # One fork of the RNG per item: runs inside reseed freely, and the
             # user's own tests in this session get their RNG state back.

@@ -25,6 +25,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
+import sys
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -39,6 +43,10 @@ Key = tuple[str, ...]
 # Where a worker that died was, by the stage it was in: which cached object the
 # crash condemns. A stage not listed (a check, setup) condemns only its item.
 CONDEMNING_STAGES = ("case", "eager", "capture")
+# The attribute the controller sets on a dead worker's node: the signal that ended it.
+EXIT_SIGNAL = "exportcheck_exit_signal"
+# How often a worker's breadcrumb records its memory between stages.
+SAMPLE_SECONDS = 1.0
 
 
 class WorkerCrash(ExportCheckError):
@@ -60,27 +68,92 @@ class Crash:
     stage: str
     key: Key | None  # the subject or capture it was building, if any
     properties: tuple[tuple[str, Any], ...] = ()  # the item's user properties, for reports
+    unit: Key | None = None  # the capture (or subject) the item checks
+    peak_rss: int | None = None  # the worker's peak resident memory when last measured
+    signal: int | None = None  # the signal that ended the worker, where the controller saw it
+
+    @property
+    def killed_for_memory(self) -> bool:
+        """SIGKILL: what the kernel's out-of-memory killer sends (nothing else of ours does)."""
+        return self.signal == signal.SIGKILL
 
     def condemns(self) -> Key | None:
-        return self.key if self.stage in CONDEMNING_STAGES else None
+        if self.stage in CONDEMNING_STAGES:
+            return self.key
+        # Killed for memory inside a check: the capture's next heavy item would be too.
+        return self.unit if self.killed_for_memory else None
 
     def describe(self, error: object | None = None) -> str:
         """The crashed item's own failure text."""
         died = f"worker {self.worker} died in the {self.stage} stage of this item"
-        if error:
+        if self.signal is not None:
+            died = f"worker {self.worker} was killed by {_signal_name(self.signal)} in the "
+            died += f"{self.stage} stage of this item"
+            if self.killed_for_memory:
+                died += ", likely by the kernel's out-of-memory killer"
+        elif error:
             died += f" ({str(error).splitlines()[0]})"
+        if self.peak_rss:
+            died += f"; its peak memory when last measured: {_size(self.peak_rss)}"
         condemned = self.condemns()
         if condemned is None:
             after = "its other items run as usual"
-        elif self.stage == "capture":
+        elif self.stage == "capture" or self.stage not in CONDEMNING_STAGES:
             after = f"the {condemned[-1]} capture's other items on {condemned[2]} are not run"
         else:
             after = f"the case's other items on {condemned[2]} are not run"
-        return (
-            f"{self.location}: {died}; the process ended, so no traceback is left "
-            f"(run this case without -n to see Python's fault handler output); {after}; "
-            "the rest of the run goes on"
-        )
+        if self.killed_for_memory:
+            hint = (
+                "an out-of-memory kill leaves no traceback (run this case with fewer "
+                "workers, or alone, to give it the memory)"
+            )
+        else:
+            hint = (
+                "the process ended, so no traceback is left (run this case without -n to "
+                "see Python's fault handler output)"
+            )
+        return f"{self.location}: {died}; {hint}; {after}; the rest of the run goes on"
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _size(size: int) -> str:
+    return f"{size / 2**30:.1f} GiB" if size >= 2**30 else f"{size / 2**20:.0f} MiB"
+
+
+def exit_signal(node: Any) -> int | None:
+    """The signal that ended an xdist worker (execnet's popen of it), where it can be
+    read: -9 from ``Popen.wait`` is SIGKILL."""
+    popen = getattr(getattr(getattr(node, "gateway", None), "_io", None), "popen", None)
+    if popen is None:
+        return None
+    try:
+        code = popen.wait(timeout=5)
+    except Exception:  # still running, or not a Popen after all: say nothing
+        return None
+    return -code if isinstance(code, int) and code < 0 else None
+
+
+def peak_rss_bytes() -> int | None:
+    """This process's peak resident memory so far (``VmHWM``), where the system says."""
+    try:
+        with open("/proc/self/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak if sys.platform == "darwin" else peak * 1024)
 
 
 class Breadcrumb:
@@ -94,11 +167,28 @@ class Breadcrumb:
         self.path = path
         self._fd: int | None = None
         self._state: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self._sampler: threading.Thread | None = None
 
-    def start(self, nodeid: str, location: str, properties: list[tuple[str, Any]]) -> None:
+    def start(
+        self, nodeid: str, location: str, properties: list[tuple[str, Any]], unit: Key | None = None
+    ) -> None:
         self._state = {"nodeid": nodeid, "location": location, "stage": "setup", "key": None,
-                       "properties": [list(p) for p in properties]}  # fmt: skip
+                       "properties": [list(p) for p in properties],
+                       "unit": list(unit) if unit is not None else None}  # fmt: skip
         self._write()
+        if self.path is not None and self._sampler is None:
+            # The memory a worker had when the kernel killed it is the best clue to why:
+            # measured every SAMPLE_SECONDS, not only when the stage changes.
+            self._sampler = threading.Thread(
+                target=self._sample, name="exportcheck-breadcrumb", daemon=True
+            )
+            self._sampler.start()
+
+    def _sample(self) -> None:
+        while True:
+            time.sleep(SAMPLE_SECONDS)
+            self._write()
 
     @contextmanager
     def at(self, stage: str, key: Key | None = None) -> Iterator[None]:
@@ -113,8 +203,13 @@ class Breadcrumb:
             self._write()
 
     def _write(self) -> None:
+        with self._lock:
+            self._write_locked()
+
+    def _write_locked(self) -> None:
         if self.path is None or not self._state:
             return
+        self._state["peak_rss"] = peak_rss_bytes()
         if self._fd is None:
             self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600)
         # One line, read up to its newline: stale bytes of a longer earlier
@@ -136,6 +231,8 @@ class Breadcrumb:
             stage=state["stage"],
             key=tuple(key) if key is not None else None,
             properties=tuple((name, value) for name, value in state.get("properties", [])),
+            unit=tuple(state["unit"]) if state.get("unit") else None,
+            peak_rss=state.get("peak_rss"),
         )
 
 
@@ -158,7 +255,7 @@ class CrashLog:
         condemned = crash.condemns()
         if condemned is not None:
             entry = {"key": list(condemned), "nodeid": crash.nodeid, "worker": crash.worker,
-                     "stage": crash.stage}  # fmt: skip
+                     "stage": crash.stage, "memory": crash.killed_for_memory}  # fmt: skip
             write_atomically(self._entry(condemned), json.dumps(entry))
 
     def find(self, key: Key) -> WorkerCrash | None:
@@ -167,6 +264,12 @@ class CrashLog:
             entry = json.loads(self._entry(key).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
+        if entry.get("memory"):
+            return WorkerCrash(
+                f"not run: an item of the {key[-1]} capture on {key[2]} ({entry['nodeid']}) "
+                f"got worker {entry['worker']} killed, likely for memory; its other items "
+                "would likely be killed too: run this case with fewer workers, or alone"
+            )
         what = f"the {key[-1]} capture" if entry["stage"] == "capture" else "this case"
         return WorkerCrash(
             f"not run: {what} killed worker {entry['worker']} in the {entry['stage']} stage "

@@ -16,13 +16,14 @@ class says what a unit is (``_split_scope``) and which worker may take it
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
 from xdist.scheduler import LoadScopeScheduling
 
 from pytest_exportcheck.collect import split_item_name
-from pytest_exportcheck.crashes import Breadcrumb, CrashLog
+from pytest_exportcheck.crashes import EXIT_SIGNAL, Breadcrumb, CrashLog
 from pytest_exportcheck.devices import KNOWN_KINDS, is_accelerator
 from pytest_exportcheck.gpu_sharing import (
     PEAK_CACHE_KEY,
@@ -193,7 +194,9 @@ class DeviceAwareScheduling(LoadScopeScheduling):
             worker = node.gateway.id
             crash = Breadcrumb.read(self.crash_log.breadcrumb_path(worker), worker)
             if crash is not None and crash.nodeid == crashitem:
-                self.crash_log.record(crash)
+                # The signal that ended it, as the session's testnodedown found it.
+                signal = getattr(node, EXIT_SIGNAL, None)
+                self.crash_log.record(dataclasses.replace(crash, signal=signal))
         workload[unit][crashitem] = True
         self.workqueue.update(
             {unit: work for unit, work in workload.items() if not all(work.values())}

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_exportcheck import option_values
-from pytest_exportcheck.crashes import Breadcrumb, CrashLog
+from pytest_exportcheck.crashes import EXIT_SIGNAL, Breadcrumb, CrashLog, exit_signal
 from pytest_exportcheck.devices import (
     DeviceError,
     discover,
@@ -167,6 +167,7 @@ class ExportCheckSession:
         """xdist controller: take a finished worker's observations (and why a dead one died)."""
         if error:
             self._node_errors[node.gateway.id] = error
+            setattr(node, EXIT_SIGNAL, exit_signal(node))  # the scheduler reads it next
         output = getattr(node, "workeroutput", {})
         payload = output.get(WORKER_RECORDINGS)
         if payload:

@@ -147,7 +147,7 @@ def time_limit(seconds: float, describe: Callable[[str], str]) -> Iterator[None]
                 f"the model caught the time limit's exception {len(fired_in)} time(s) and went on"
             )
             stage_name = fired_in[0] if fired_in else current_stage()
-            message = f"{describe(stage_name)}; it ran {elapsed:.1f} s: {why}"
+            message = f"{describe(stage_name)}; {why}, for {elapsed:.1f} s in all"
             raise StageTimeout(message) from failure
 
 

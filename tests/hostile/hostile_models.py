@@ -132,3 +132,15 @@ class HugeStateDict(Good):
         if not keep_vars:
             torch.zeros(1 << 40)
         return super().state_dict(*args, keep_vars=keep_vars, **kwargs)
+
+
+class KilledInMutationCheck(Good):
+    """SIGKILLs its own process, as the kernel's out-of-memory killer would, when the
+    mutation check runs it (eager and the capture are fine)."""
+
+    def forward(self, x):
+        import inspect
+
+        if any(frame.function == "check_mutation" for frame in inspect.stack(0)):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return self.lin(x)

@@ -213,10 +213,11 @@ def test_a_failed_import_is_not_cached(tmp_path):
     assert resolve_target("flaky.py:VALUE", tmp_path) == "fixed"
 
 
-def test_model_file_calling_sys_exit_is_not_swallowed(tmp_path):
+def test_model_file_calling_sys_exit_is_the_files_error(tmp_path):
+    # Not pytest's own exit: the run goes on, and the case says what its file did.
     write(tmp_path / "exits.py", "import sys\nsys.exit(3)\n")
 
-    with pytest.raises(SystemExit):
+    with pytest.raises(TargetError, match=r"exits\.py raised SystemExit: 3"):
         resolve_target("exits.py:x", tmp_path)
 
 
