@@ -87,10 +87,8 @@ class Crash:
         """The crashed item's own failure text."""
         died = f"worker {self.worker} died in the {self.stage} stage of this item"
         if self.signal is not None:
-            died = f"worker {self.worker} was killed by {_signal_name(self.signal)} in the "
-            died += f"{self.stage} stage of this item"
-            if self.killed_for_memory:
-                died += ", likely by the kernel's out-of-memory killer"
+            likely = ", likely the kernel's out-of-memory killer" if self.killed_for_memory else ""
+            died += f" (killed by {_signal_name(self.signal)}{likely})"
         elif error:
             died += f" ({str(error).splitlines()[0]})"
         if self.peak_rss:

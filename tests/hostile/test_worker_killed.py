@@ -17,10 +17,10 @@ def test_a_killed_worker_is_named_and_its_capture_is_not_run_again(
     result = hostile.runpytest("--exportcheck", "-n", "2")
     result.stdout.fnmatch_lines(
         [
-            "*[[]crashed[]] cases/hostile.yaml:2: worker gw? was killed by SIGKILL in the "
-            "mutation stage of this item, likely by the kernel's out-of-memory killer; its "
-            "peak memory when last measured: * MiB; an out-of-memory kill leaves no "
-            "traceback*; the export capture's other items on cpu are not run*",
+            "*[[]crashed[]] cases/hostile.yaml:2: worker gw? died in the mutation stage of this "
+            "item (killed by SIGKILL, likely the kernel's out-of-memory killer); its peak "
+            "memory when last measured: * MiB; an out-of-memory kill leaves no traceback*; "
+            "the export capture's other items on cpu are not run*",
         ]
     )
     result.stdout.fnmatch_lines(

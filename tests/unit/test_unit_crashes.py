@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import signal
 from pathlib import Path
 
 import pytest
@@ -23,9 +25,26 @@ def test_a_breadcrumb_reads_back_the_innermost_stage(tmp_path: Path) -> None:
     with trail.at("case", SUBJECT), trail.at("capture", CAPTURE):
         # what the controller finds if the worker dies right here
         found = Breadcrumb.read(tmp_path / "gw1.at", "gw1")
-    assert found == Crash(
+    assert found is not None
+    assert found.peak_rss is not None and found.peak_rss > 0  # this process's, measured
+    assert dataclasses.replace(found, peak_rss=None) == Crash(
         "gw1", ITEM, "cases/a.yaml:7", "capture", CAPTURE, (("exportcheck_case", "lm"),)
     )
+
+
+def test_a_worker_killed_by_sigkill_is_named_likely_out_of_memory() -> None:
+    crash = Crash(
+        "gw1", ITEM, "cases/a.yaml:7", "mutation", None, unit=CAPTURE, peak_rss=3 << 30,
+        signal=signal.SIGKILL,
+    )  # fmt: skip
+    assert crash.condemns() == CAPTURE  # its capture's next heavy item would be killed too
+    assert (
+        "died in the mutation stage of this item (killed by SIGKILL, likely the kernel's "
+        "out-of-memory killer); its peak memory when last measured: 3.0 GiB"
+    ) in crash.describe()
+    aborted = dataclasses.replace(crash, signal=signal.SIGABRT)
+    assert aborted.condemns() is None  # a crash inside a check condemns only its item
+    assert "(killed by SIGABRT)" in aborted.describe()
 
 
 def test_leaving_a_stage_restores_the_outer_one_even_after_a_longer_record(
