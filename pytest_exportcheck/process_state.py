@@ -37,6 +37,9 @@ class Setting:
     restore: Callable[[Any], None]
     # How a value is shown (hooks: how many and whose).
     show: Callable[[Any], str] = repr
+    # Whether a change from ``saved`` to ``now`` is torch's own leftover rather than the
+    # model's: restored all the same, but no case is blamed for it.
+    torch_left_it: Callable[[Any, Any], bool] = lambda saved, now: False
 
 
 def _hooks(attribute: str) -> Setting:
@@ -55,7 +58,18 @@ def _hooks(attribute: str) -> Setting:
         names = [getattr(h, "__qualname__", type(h).__name__) for h in hooks.values()]
         return f"{len(hooks)} hook(s)" + (f" ({', '.join(names[:3])})" if names else "")
 
-    return Setting(f"torch.nn.modules.module.{attribute}", read, restore, show)
+    def torch_left_it(saved: dict[int, Any], now: dict[int, Any]) -> bool:
+        # torch 2.6's non-strict export leaves its buffer-assignment hook registered when
+        # the capture raises: torch's leftover, not the model's doing.
+        added = [hook for key, hook in now.items() if key not in saved]
+        return bool(added) and all(_is_torchs(hook) for hook in added)
+
+    return Setting(f"torch.nn.modules.module.{attribute}", read, restore, show, torch_left_it)
+
+
+def _is_torchs(function: Any) -> bool:
+    module = getattr(function, "__module__", None) or ""
+    return module == "torch" or module.startswith("torch.")
 
 
 def _attribute(owner: Any, owner_name: str, name: str) -> Setting:
@@ -141,7 +155,8 @@ def restore_changed(before: list[Any]) -> list[str]:
         now = setting.read()
         if _same(now, saved):
             continue
-        changed.append(f"{setting.name}: {setting.show(saved)} -> {setting.show(now)}")
+        if not setting.torch_left_it(saved, now):
+            changed.append(f"{setting.name}: {setting.show(saved)} -> {setting.show(now)}")
         setting.restore(saved)
     return changed
 
