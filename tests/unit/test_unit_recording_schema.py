@@ -59,7 +59,8 @@ documents = st.fixed_dictionaries(
             ),
             max_size=2,
         ),
-    }
+    },
+    optional={"extra": json_values},
 )
 
 
