@@ -15,7 +15,6 @@ from collections.abc import Container
 
 from pytest_exportcheck.api.results import ItemResult, Outcome
 from pytest_exportcheck.capture import CaptureRecord, capture
-from pytest_exportcheck.collect import consistency_name, item_name
 from pytest_exportcheck.compare_values import tracking_errors
 from pytest_exportcheck.devices import free_memory, is_accelerator
 from pytest_exportcheck.failures import (
@@ -30,6 +29,7 @@ from pytest_exportcheck.failures import (
 )
 from pytest_exportcheck.isolation import seeded
 from pytest_exportcheck.item_guards import item_guards
+from pytest_exportcheck.item_names import consistency_name, item_name
 from pytest_exportcheck.item_run import (
     Failed,
     NotRunnable,

@@ -18,6 +18,7 @@ from _pytest._code.code import TerminalRepr
 from _pytest._io import TerminalWriter
 
 from pytest_exportcheck.devices import is_accelerator
+from pytest_exportcheck.item_names import consistency_name, item_name
 from pytest_exportcheck.spec import Case, SpecError, load_case_file
 
 if TYPE_CHECKING:
@@ -91,26 +92,6 @@ class CaseNode(pytest.Collector):
 
     def reportinfo(self) -> tuple[Any, int, str]:
         return self.path, self.case.line - 1, self.case.name
-
-
-def item_name(check: str, capture: str, device: str) -> str:
-    return f"{check}[{capture}-{device}]"
-
-
-def consistency_name(device: str) -> str:
-    return f"consistency[{device}]"
-
-
-def split_item_name(name: str) -> tuple[str, str, str] | None:
-    """``parity[export-strict-cuda:0]`` → ``("parity", "export-strict", "cuda:0")``;
-    ``consistency[cpu]`` → ``("consistency", "", "cpu")`` (it covers every capture)."""
-    check, bracket, rest = name.partition("[")
-    if not bracket or not rest.endswith("]"):
-        return None
-    if check == "consistency":
-        return check, "", rest[:-1]
-    capture, dash, device = rest[:-1].rpartition("-")
-    return (check, capture, device) if dash else None
 
 
 class CheckItem(pytest.Item):

@@ -22,7 +22,6 @@ from typing import Any
 import pytest
 from xdist.scheduler import LoadScopeScheduling
 
-from pytest_exportcheck.collect import split_item_name
 from pytest_exportcheck.crashes import EXIT_SIGNAL, Breadcrumb, CrashLog
 from pytest_exportcheck.devices import KNOWN_KINDS, is_accelerator
 from pytest_exportcheck.gpu_sharing import (
@@ -33,6 +32,7 @@ from pytest_exportcheck.gpu_sharing import (
     memory_per_worker,
     requested_workers_per_gpu,
 )
+from pytest_exportcheck.item_names import split_item_name
 
 # --dist modes that only ask "balance the load"; `each` and `no` mean something else.
 BALANCING_MODES = ("load", "loadscope", "loadfile", "loadgroup", "worksteal")
