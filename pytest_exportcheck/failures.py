@@ -291,11 +291,13 @@ def failure_text(error: Any, where: str) -> str:
     The headline comes first because under xdist the report reaches the
     controller as text, and summaries read its first line.
     """
+    from pytest_exportcheck.memory_limit import note_for
+
     body = error.render()
     first, _, rest = body.partition("\n")
     if first == error.headline:
         body = rest
-    return "\n".join(part for part in (error.headline, where, body) if part)
+    return "\n".join(part for part in (error.headline, where, body, note_for(error)) if part)
 
 
 def full_traceback(exc: BaseException) -> str:

@@ -60,3 +60,14 @@ def check_gpu_sharing(config: pytest.Config) -> None:
             parse_size(size)
     except SharingError as exc:
         raise pytest.UsageError(f"--exportcheck-gpu-workers / exportcheck_gpu_*: {exc}") from None
+
+
+def memory_limit(config: pytest.Config) -> int | None:
+    """``--exportcheck-memory-limit`` / ``exportcheck_memory_limit`` in bytes (None: none)."""
+    from pytest_exportcheck.memory_limit import parse
+
+    text = config.getoption("exportcheck_memory_limit") or config.getini("exportcheck_memory_limit")
+    try:
+        return parse(str(text))
+    except ValueError as exc:
+        raise pytest.UsageError(f"--exportcheck-memory-limit / {exc}") from None

@@ -66,6 +66,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "A case's `timeout:` overrides both.",
     )
     group.addoption(
+        "--exportcheck-memory-limit",
+        dest="exportcheck_memory_limit",
+        default=None,
+        metavar="SIZE",
+        help="memory each process running items may ask for (e.g. 12GiB; 0: no limit); "
+        "default: the exportcheck_memory_limit ini option.",
+    )
+    group.addoption(
         "--exportcheck-update",
         action="store_true",
         default=False,
@@ -121,6 +129,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "torch while its model's constructor or input factory runs (refused before it is "
         "allocated); over it the case fails as [case] instead of swapping the machine "
         "(default 268435456, 1 GiB of float32).",
+    )
+    parser.addini(
+        "exportcheck_memory_limit",
+        default="",
+        help="memory each process running items may ask for (e.g. 12GiB; CPU-only runs, "
+        "Linux): an allocation past it fails its item, naming the limit, instead of the "
+        "system killing the worker. Set it to the machine's memory divided by the workers, "
+        "less a margin (default: no limit).",
     )
     parser.addini(
         "exportcheck_gpu_workers",

@@ -89,6 +89,8 @@ class ExportCheckSession:
         timeout = config.getoption("exportcheck_timeout") or config.getini("exportcheck_timeout")
         self.timeout = option_values.seconds(timeout)
         self.max_elements = option_values.whole_number(config, "exportcheck_max_elements")
+        self.memory_limit = option_values.memory_limit(config)
+        self._limit_replaced: tuple[int, int] | None = None
         # Case name → where it was first defined: names are unique across files.
         self.case_names: dict[str, str] = {}
         from pytest_exportcheck.compat import torch_minor
@@ -200,6 +202,32 @@ class ExportCheckSession:
             self._crash_log = CrashLog(Path(tempfile.mkdtemp(prefix="exportcheck-crashes-")))
         return self._crash_log
 
+    def pytest_report_header(self) -> list[str]:
+        if self.memory_limit is None:
+            return []
+        from pytest_exportcheck.gpu_sharing import show_size
+
+        if self._checks_cuda():
+            return [
+                "exportcheck: memory limit not set: this run checks CUDA devices, whose "
+                "driver's mappings the limit would count (memory_limit.py)"
+            ]
+        return [f"exportcheck: memory limit {show_size(self.memory_limit)} per process"]
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        runs_items = hasattr(self.config, "workerinput") or not getattr(
+            self.config.option, "numprocesses", None
+        )
+        if self.memory_limit is not None and runs_items and not self._checks_cuda():
+            from pytest_exportcheck import memory_limit
+
+            self._limit_replaced = memory_limit.apply(self.memory_limit)
+
+    def _checks_cuda(self) -> bool:
+        devices = self.devices
+        possible = devices.discovered if devices.needs_discovery else devices.request
+        return any(device.startswith("cuda") for device in possible)
+
     @pytest.hookimpl(tryfirst=True)  # before the reports: they read the exit status it sets
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         self._session = session
@@ -233,6 +261,10 @@ class ExportCheckSession:
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         """A thread a case left running that this Python gave no way to detach would keep
         the process alive after its summary: it ends here, with the run's own status."""
+        if self._limit_replaced is not None:
+            from pytest_exportcheck import memory_limit
+
+            memory_limit.restore(self._limit_replaced)
         process_state = sys.modules.get("pytest_exportcheck.process_state")
         session = getattr(self, "_session", None)
         if process_state is None or session is None or hasattr(config, "workerinput"):

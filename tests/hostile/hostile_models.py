@@ -144,3 +144,16 @@ class KilledInMutationCheck(Good):
         if any(frame.function == "check_mutation" for frame in inspect.stack(0)):
             os.kill(os.getpid(), signal.SIGKILL)
         return self.lin(x)
+
+
+class AllocatesPastLimit(Good):
+    """Asks torch for ``nbytes`` in forward (past the test's memory limit; the memory is
+    never touched, so without a limit the request succeeds and the model passes)."""
+
+    def __init__(self, nbytes: int) -> None:
+        super().__init__()
+        self.nbytes = nbytes
+
+    def forward(self, x):
+        torch.empty(self.nbytes, dtype=torch.uint8)
+        return self.lin(x)

@@ -1,0 +1,104 @@
+"""A memory limit for each process that runs items (``exportcheck_memory_limit``).
+
+Without one, a model too big for the machine grows its worker until the kernel's
+out-of-memory killer ends it: the worker's items read ``[crashed]``, and what it
+held is lost (``crashes.py`` names that afterwards). With one, the allocation
+past the limit fails where it is made, as an exception of the model's stage::
+
+    torch.empty(...)  ->  RuntimeError: DefaultCPUAllocator: can't allocate memory
+    bytearray(...)    ->  MemoryError
+
+so the item fails, naming the limit, and the process goes on with the next one.
+
+The limit is ``RLIMIT_DATA``: since Linux 4.7 it counts a process's private
+writable mappings, which is where CPU tensors and Python objects live (measured:
+torch 2.13's CPU allocator and ``bytearray`` both fail cleanly over it, and a
+2.14 CUDA build imports at 0.8 GB of it). It counts memory asked for, not
+touched, so it is an upper bound on resident memory. It is not set in a process
+that checks CUDA devices: the CUDA driver's own mappings count against it and
+were not measured on a GPU, and a driver failing to initialize would fail every
+GPU item for the wrong reason.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from pytest_exportcheck.gpu_sharing import SharingError, parse_size, show_size
+
+INI = "exportcheck_memory_limit"
+
+# The limit this process set (bytes), for the note on its failures; None: not set.
+_active: int | None = None
+
+
+def parse(text: str) -> int | None:
+    """``12GiB`` → bytes; empty or ``0`` → no limit. ValueError names the setting."""
+    text = text.strip()
+    if text in ("", "0"):
+        return None
+    try:
+        size = parse_size(text)
+    except SharingError as exc:
+        raise ValueError(f"{INI}: {exc}") from None
+    if size < 1 << 30:
+        # Importing torch alone takes 0.2-0.8 GB of it: a smaller limit fails every item.
+        raise ValueError(f"{INI}: {text!r} is under 1GiB, less than torch itself needs")
+    return size
+
+
+def apply(limit: int) -> tuple[int, int] | None:
+    """Set the process's limit; returns the previous one for :func:`restore` (None where
+    the platform has no such limit: the setting then does nothing, as on macOS)."""
+    global _active
+    if not sys.platform.startswith("linux"):
+        return None
+    import resource
+
+    previous = resource.getrlimit(resource.RLIMIT_DATA)
+    hard = previous[1]
+    soft = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))
+    _active = soft
+    return previous
+
+
+def restore(previous: tuple[int, int] | None) -> None:
+    """Put back what :func:`apply` replaced (an in-process pytest run ends; its host goes on)."""
+    global _active
+    if previous is None:
+        return
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_DATA, previous)
+    _active = None
+
+
+def note_for(error: BaseException) -> str:
+    """A line for a failure whose cause is an allocation this process's limit refused."""
+    if _active is None or not _ran_out(error):
+        return ""
+    return (
+        f"(this process's memory limit is {show_size(_active)}, {INI}: the allocation past it "
+        "failed here instead of the system killing the process; raise the limit or run this "
+        "case on a larger machine)"
+    )
+
+
+def _ran_out(error: BaseException) -> bool:
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, MemoryError) or _allocator_refused(current):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _allocator_refused(error: BaseException) -> bool:
+    try:
+        text = str(error)
+    except Exception:  # a model's exception whose __str__ raises
+        return False
+    return "can't allocate memory" in text or "Cannot allocate memory" in text
