@@ -20,6 +20,7 @@ from pytest_exportcheck.capture.dynamic_shapes import (
     declared_dynamic_shapes,
     dynamic_capture_error,
 )
+from pytest_exportcheck.capture.operator_table import reusing_cia_ops
 from pytest_exportcheck.capture.record import (
     DEFAULT_PREFIX,
     CaptureRecord,
@@ -161,7 +162,7 @@ class ProgramRecord(CaptureRecord):
     def decomposed(self) -> torch.export.ExportedProgram:
         """``run_decompositions()`` of a copy: the functional dialect with mutation records."""
         try:
-            with quiet_torch_internals():
+            with quiet_torch_internals(), reusing_cia_ops():
                 return private_copy(self.program).run_decompositions()
         except Exception as exc:
             raise DecompositionError(
