@@ -16,7 +16,9 @@ interpreter cannot be interrupted this way.
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -87,6 +89,9 @@ MAX_TIMEOUT_SECONDS = 86400
 # A limit that user code swallowed (``except BaseException: pass``, a bare ``except:``)
 # fires again this often until the item ends.
 REFIRE_SECONDS = 1.0
+# A refire landing inside torch's code is deferred to the next tick, this many times at
+# most (then it raises wherever it lands: a model looping inside torch must still stop).
+MAX_DEFERRED_REFIRES = 30
 # The backstop the watchdog thread sends when the model replaced the SIGALRM handler
 # or cancelled the timer (a library that uses alarms itself).
 BACKSTOP_SIGNAL = getattr(signal, "SIGVTALRM", None)
@@ -110,6 +115,12 @@ def time_limit(seconds: float, describe: Callable[[str], str]) -> Iterator[None]
     fired_in: list[str] = []  # the stage each firing interrupted
 
     def on_alarm(signum: int, frame: FrameType | None) -> None:
+        if fired_in and _inside_torch(frame) and fired_in.count("") < MAX_DEFERRED_REFIRES:
+            # A refire: the first firing was swallowed, the item fails [timeout] anyway.
+            # Raised inside torch's own code it can leave torch half-updated for every
+            # later item of the process; wait for the model's code (or a later tick).
+            fired_in.append("")
+            return
         fired_in.append(current_stage())
         raise StageTimeout(describe(fired_in[0]))
 
@@ -137,18 +148,31 @@ def time_limit(seconds: float, describe: Callable[[str], str]) -> Iterator[None]
         if ended_by is not None and tampered is not None:
             # The backstop ended it: say what the model did to the limit.
             raise StageTimeout(f"{ended_by.message}; {tampered}") from None
-        if ended_by is not None and len(fired_in) > 1:
-            caught = f"the model caught the time limit's exception {len(fired_in) - 1} time(s)"
+        if ended_by is not None and _caught(fired_in) > 1:
+            caught = f"the model caught the time limit's exception {_caught(fired_in) - 1} time(s)"
             raise StageTimeout(f"{ended_by.message}; {caught} before it took") from None
         if ended_by is None and elapsed > seconds:
             # Past its limit, it ended some other way: a result, or an error of its own
             # after swallowing ours. Either way the item fails as a timeout.
-            why = tampered or (
-                f"the model caught the time limit's exception {len(fired_in)} time(s) and went on"
+            caught = _caught(fired_in)
+            why = (
+                tampered
+                or f"the model caught the time limit's exception {caught} time(s) and went on"
             )
             stage_name = fired_in[0] if fired_in else current_stage()
             message = f"{describe(stage_name)}; {why}, for {elapsed:.1f} s in all"
             raise StageTimeout(message) from failure
+
+
+def _caught(fired_in: list[str]) -> int:
+    """Firings that raised (a deferred refire, recorded as "", raised nothing)."""
+    return sum(1 for stage_name in fired_in if stage_name)
+
+
+def _inside_torch(frame: FrameType | None) -> bool:
+    torch = sys.modules.get("torch")
+    root = os.path.dirname(getattr(torch, "__file__", None) or "") if torch else ""
+    return bool(root) and frame is not None and frame.f_code.co_filename.startswith(root + os.sep)
 
 
 def _install(signum: int | None, handler: Any) -> Any:
