@@ -178,6 +178,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_exportcheck.reports import ReportPlugin
 
     config.pluginmanager.register(ReportPlugin(config), "exportcheck-reports")
+    from pytest_exportcheck.unit_durations import DurationLog
+
+    config.pluginmanager.register(DurationLog(config), "exportcheck-durations")
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

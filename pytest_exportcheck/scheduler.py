@@ -8,6 +8,8 @@ only to one of the workers dealt that accelerator when scheduling starts. How
 many workers share one GPU is its *cap* (``gpu_sharing.py``: derived from free
 memory by default, ``--exportcheck-gpu-workers N`` to set it, ``1`` for one
 worker per GPU). Owners change only when one dies: a survivor takes its place.
+Units are handed out longest first, by the durations the last run kept in
+pytest's cache (``unit_durations.py``).
 
 Builds on xdist's ``LoadScopeScheduling``: it already schedules units; this
 class says what a unit is (``_split_scope``) and which worker may take it
@@ -33,6 +35,7 @@ from pytest_exportcheck.gpu_sharing import (
     requested_workers_per_gpu,
 )
 from pytest_exportcheck.item_names import split_item_name
+from pytest_exportcheck.unit_durations import load as load_estimates
 
 # --dist modes that only ask "balance the load"; `each` and `no` mean something else.
 BALANCING_MODES = ("load", "loadscope", "loadfile", "loadgroup", "worksteal")
@@ -81,6 +84,7 @@ class DeviceAwareScheduling(LoadScopeScheduling):
         self.owners: dict[str, list[Any]] = {}
         self.sharing: list[str] = []  # per GPU: how many workers and why, for the summary
         self._compared: frozenset[str] | None = None
+        self._ordered = False
 
     def _split_scope(self, nodeid: str) -> str:
         if self._compared is None:
@@ -138,7 +142,19 @@ class DeviceAwareScheduling(LoadScopeScheduling):
             return True
         return node in self.owners[device]
 
+    def _longest_first(self) -> None:
+        """Reorder the queue once, before the first unit is handed out (``unit_durations``)."""
+        estimates = load_estimates(self.config)
+        expected = {unit: estimates.unit(work) for unit, work in self.workqueue.items()}
+        ordered = sorted(self.workqueue.items(), key=lambda kv: -expected[kv[0]])
+        self.workqueue.clear()
+        self.workqueue.update(ordered)
+        self._ordered = True
+        self.log("longest units first:", [(u, round(expected[u], 1)) for u, _ in ordered[:3]])
+
     def _assign_work_unit(self, node: Any) -> None:
+        if not self._ordered:
+            self._longest_first()
         unit = next((u for u in self.workqueue if self.may_run(node, u)), None)
         if unit is None:
             return  # nothing this worker may run now; _reschedule decides on shutdown

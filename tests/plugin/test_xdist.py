@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
-from casekit import write_cases
+from casekit import MLP_CASE, write_cases
 
 MIXED = """
 cases:
@@ -56,3 +57,18 @@ def test_two_workers_give_the_same_outcomes_as_one_process(project: pytest.Pytes
     assert outcomes(parallel) == outcomes(single)
     assert outcomes(single)["cases/main.yaml::python_state::mutation[export-cpu]"] == "XFAIL"
     assert outcomes(single)["cases/main.yaml::python_state::parity[export-cpu]"] == "FAILED"
+
+
+def test_each_run_keeps_its_items_durations_for_the_next_to_schedule(
+    project: pytest.Pytester, dist: list[str]
+) -> None:
+    write_cases(project, MLP_CASE)
+    project.runpytest("--exportcheck", *dist).assert_outcomes(passed=4)
+    cached = project.path / ".pytest_cache" / "v" / "exportcheck" / "durations"
+    durations = json.loads(cached.read_text())
+    assert len(durations) == 4
+    assert all(nodeid.startswith("cases/main.yaml::mlp::") for nodeid in durations)
+    assert all(seconds > 0 for seconds in durations.values())
+    # A later run of some items only keeps the others' durations.
+    project.runpytest("--exportcheck", "-k", "parity", *dist).assert_outcomes(passed=1)
+    assert sorted(json.loads(cached.read_text())) == sorted(durations)

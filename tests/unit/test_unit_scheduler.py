@@ -8,8 +8,10 @@ from types import SimpleNamespace
 import pytest
 
 from pytest_exportcheck.crashes import Breadcrumb, CrashLog
-from pytest_exportcheck.gpu_sharing import SIMULATE_FREE_ENV
+from pytest_exportcheck.gpu_sharing import PEAK_CACHE_KEY, SIMULATE_FREE_ENV
 from pytest_exportcheck.scheduler import DeviceAwareScheduling, compared_units, unit_of
+from pytest_exportcheck.unit_durations import CACHE_KEY as DURATIONS_KEY
+from pytest_exportcheck.unit_durations import UNKNOWN_SECONDS, Estimates
 
 CHECKS = ("signature", "hierarchy", "mutation", "parity")
 
@@ -54,6 +56,7 @@ class FakeConfig:
         gpu_workers: str = "1",
         memory_per_worker: str = "",
         last_peak: int | None = None,
+        durations: dict[str, float] | None = None,
     ) -> None:
         self.option = SimpleNamespace(loadscopereorder=False)
         self.values = {
@@ -62,7 +65,8 @@ class FakeConfig:
             "exportcheck_gpu_workers": gpu_workers,
         }
         self.ini = {"exportcheck_gpu_memory_per_worker": memory_per_worker}
-        self.cache = SimpleNamespace(get=lambda key, default: last_peak)
+        cached = {PEAK_CACHE_KEY: last_peak, DURATIONS_KEY: durations}
+        self.cache = SimpleNamespace(get=lambda key, default: cached.get(key) or default)
         self.pluginmanager = SimpleNamespace(get_plugin=lambda name: None)
 
     def getvalue(self, name: str) -> object:
@@ -244,3 +248,34 @@ def test_the_item_a_worker_died_on_is_not_handed_out_again(tmp_path: Path) -> No
     assert set(nodeids(case, "cpu")) - {died_on} <= still_to_run  # the rest of its unit
     assert log.find(("cases/a.yaml", case, "cpu")) is not None
     assert log.by_item[died_on].stage == "eager"
+
+
+def first_units(nodes: list[FakeWorker]) -> list[str]:
+    """The unit each worker was sent first."""
+    return [unit_of(node.ran()[0])[0] for node in nodes]
+
+
+def test_the_longest_units_of_the_last_run_go_first() -> None:
+    durations = dict.fromkeys(COLLECTION, 0.1)
+    durations |= dict.fromkeys(nodeids("lm", "cpu"), 5.0) | dict.fromkeys(nodeids("c", "cpu"), 2.0)
+    _, nodes = scheduled(2, share=True, durations=durations)
+    assert first_units(nodes) == ["cases/a.yaml::lm::[export-cpu]", "cases/a.yaml::c::[export-cpu]"]
+
+
+def test_without_a_cache_units_keep_their_collection_order() -> None:
+    _, nodes = scheduled(2, share=True)
+    assert first_units(nodes) == ["cases/a.yaml::a::[export-cpu]", "cases/a.yaml::b::[export-cpu]"]
+
+
+def test_an_item_the_cache_does_not_know_counts_as_the_median_of_its_check() -> None:
+    known = {
+        "cases/a.yaml::a::parity[export-cpu]": 1.0,
+        "cases/a.yaml::b::parity[export-cpu]": 3.0,
+        "cases/a.yaml::c::parity[export-cpu]": 8.0,
+        "cases/a.yaml::a::signature[export-cpu]": 0.5,
+    }
+    estimates = Estimates(known)
+    assert estimates.item("cases/a.yaml::new::parity[export-cpu]") == 3.0
+    assert estimates.item("cases/a.yaml::new::mutation[export-cpu]") == 2.0  # all items' median
+    assert estimates.item("cases/a.yaml::a::parity[export-cpu]") == 1.0
+    assert Estimates({}).item("cases/a.yaml::new::parity[export-cpu]") == UNKNOWN_SECONDS

@@ -1,0 +1,91 @@
+"""Predict the wall time of a run on N workers from one run's item durations.
+
+    python benchmarks/critical_path.py report.json [--workers 2,4,8,14] [--overhead S]
+
+Reads an ``--exportcheck-report`` (any worker count: item durations are per item),
+groups items into the scheduler's work units (``scheduler.unit_of``: one
+(case, capture, device), or the whole (case, device) where a ``consistency`` item
+compares its captures), and replays greedy list scheduling: each unit goes to
+the worker that frees up first, in the order given. Printed per worker count:
+
+- *collection order*: units in the order xdist hands them out today;
+- *longest first*: units by duration, longest first;
+- *split consistency*: every unit its (case, capture, device) one, the
+  ``consistency`` items a unit each, longest first (what comparing summaries at
+  the controller would allow).
+
+No unit can be cut, so the longest unit bounds the wall: ``max(longest, sum / N)``
+is the floor any scheduler meets. ``--overhead`` adds the seconds outside the
+items (start-up, torch import, collection), measured as the run's duration less
+its items' sum when the report came from a serial run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pytest_exportcheck.scheduler import compared_units, unit_of  # noqa: E402
+
+
+def unit_durations(items: list[dict], *, split: bool) -> dict[str, float]:
+    nodeids = [item["nodeid"] for item in items]
+    compared = frozenset() if split else compared_units(nodeids)
+    units: dict[str, float] = defaultdict(float)
+    for item in items:
+        unit = unit_of(item["nodeid"], compared)[0]
+        if split and item.get("check") == "consistency":
+            unit = item["nodeid"]
+        units[unit] += float(item.get("duration") or 0.0)
+    return dict(units)
+
+
+def replay(durations: list[float], workers: int) -> float:
+    """Greedy list scheduling: each duration to the worker that frees up first."""
+    free = [0.0] * workers
+    for duration in durations:
+        heapq.heappush(free, heapq.heappop(free) + duration)
+    return max(free)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("report", type=Path)
+    parser.add_argument("--workers", default="2,4,8,14")
+    parser.add_argument("--overhead", type=float, default=None, help="seconds outside items")
+    args = parser.parse_args(argv)
+    doc = json.loads(args.report.read_text())
+    items = doc["items"]
+    total = sum(float(i.get("duration") or 0.0) for i in items)
+    overhead = args.overhead
+    if overhead is None:
+        overhead = max(0.0, float(doc["run"].get("duration") or 0.0) - total)
+    as_is = unit_durations(items, split=False)
+    split = unit_durations(items, split=True)
+    print(f"{len(items)} items, {total:.1f} s of item time; {overhead:.1f} s outside items")
+    print(f"units today: {len(as_is)}, longest {max(as_is.values()):.1f} s:")
+    for unit, seconds in sorted(as_is.items(), key=lambda kv: -kv[1])[:5]:
+        print(f"  {seconds:6.1f} s  {unit}")
+    print(f"units with consistency split: {len(split)}, longest {max(split.values()):.1f} s")
+    serial = total + overhead
+    print(f"\nworkers  floor   collection order  longest first  split consistency  (x serial)")
+    for workers in (int(w) for w in args.workers.split(",")):
+        floor = max(max(split.values()), total / workers) + overhead
+        rows = [
+            replay(list(as_is.values()), workers),
+            replay(sorted(as_is.values(), reverse=True), workers),
+            replay(sorted(split.values(), reverse=True), workers),
+        ]
+        cells = "  ".join(f"{r + overhead:6.1f} s {(r + overhead) / serial:4.2f}" for r in rows)
+        print(f"{workers:7d}  {floor / serial:4.2f}   {cells}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
