@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_exportcheck.scheduler import compared_units, unit_of  # noqa: E402
+from pytest_exportcheck.scheduler import compared_units, unit_of
 
 
 def unit_durations(items: list[dict], *, split: bool) -> dict[str, float]:
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {seconds:6.1f} s  {unit}")
     print(f"units with consistency split: {len(split)}, longest {max(split.values()):.1f} s")
     serial = total + overhead
-    print(f"\nworkers  floor   collection order  longest first  split consistency  (x serial)")
+    print("\nworkers  floor   collection order  longest first  split consistency  (x serial)")
     for workers in (int(w) for w in args.workers.split(",")):
         floor = max(max(split.values()), total / workers) + overhead
         rows = [

@@ -33,6 +33,9 @@ class CaseFile(pytest.File):
         except SpecError as error:
             yield BrokenCaseItem.from_parent(self, name="load", error=error)
             return
+        session.recordings.loaded(
+            self.path, {e.name: list(e.case.captures) if e.case else None for e in loaded}
+        )
         for entry in loaded:
             if entry.error is not None:
                 yield BrokenCaseItem.from_parent(self, name=entry.name, error=entry.error)

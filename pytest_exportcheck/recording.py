@@ -33,6 +33,7 @@ changes nothing the second time.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -205,6 +206,10 @@ class RecordingStore:
         self.collected: set[str] = set()
         self.incomplete: set[str] = set()  # a recorded item of the file was deselected
         self.unwritten: list[Path] = []  # recordings the update could not write
+        # case file -> case -> its captures (None: broken), as collection loaded them:
+        # the stale check at the end need not load every case file again (it took the
+        # xdist controller, which collects nothing, ~1 s at the end of every run).
+        self.cases: dict[str, dict[str, list[str] | None]] = {}
 
     def recording(self, case_file: Path) -> Recording:
         """The file's recording (read once per process); raises RecordingError."""
@@ -222,12 +227,17 @@ class RecordingStore:
         per_case = self.observations.setdefault(str(case_file), {}).setdefault(case, {})
         per_case.setdefault(capture, observation)  # one per capture, whichever device first
 
+    def loaded(self, case_file: Path, captures_by_case: dict[str, list[str] | None]) -> None:
+        """What collection found in ``case_file``: each case's captures (None: broken)."""
+        self.cases[str(case_file)] = captures_by_case
+
     def payload(self) -> str:
         return json.dumps(
             {
                 "observations": self.observations,
                 "collected": sorted(self.collected),
                 "incomplete": sorted(self.incomplete),
+                "cases": self.cases,
             }
         )
 
@@ -239,6 +249,7 @@ class RecordingStore:
                     self.observe(Path(case_file), case, capture, observation)
         self.collected.update(data["collected"])
         self.incomplete.update(data["incomplete"])
+        self.cases.update(data.get("cases", {}))
 
     def write(self, *, whole_run: bool) -> list[str]:
         """Write every touched recording file; one summary line per file."""
@@ -255,7 +266,7 @@ class RecordingStore:
                 recording = Recording.read(Path(case_file))
             except RecordingError:
                 continue  # the file's recorded items already fail with the reason
-            stale = _stale(recording, self.minor, _captures_by_case(Path(case_file)))
+            stale = _stale(recording, self.minor, self._captures_by_case(Path(case_file)))
             if stale:
                 lines.append(
                     f"{display_path(recording.path)}: recorded entries for cases or captures "
@@ -264,13 +275,17 @@ class RecordingStore:
                 )
         return lines
 
+    def _captures_by_case(self, case_file: Path) -> Mapping[str, Sequence[str] | None]:
+        known = self.cases.get(str(case_file))
+        return known if known is not None else _captures_by_case(case_file)
+
     def _write_one(self, case_file: Path, *, whole_run: bool) -> list[str]:
         try:
             recording = Recording.read(case_file)
         except RecordingError as exc:
             return [f"not written: {exc}; {exc.advice}"]
         observed = self.observations.get(str(case_file), {})
-        stale = _stale(recording, self.minor, _captures_by_case(case_file))
+        stale = _stale(recording, self.minor, self._captures_by_case(case_file))
         complete = whole_run and str(case_file) not in self.incomplete
         remove = stale if complete else set()
         if not observed and not remove:
@@ -295,7 +310,7 @@ class RecordingStore:
 
 
 def _stale(
-    recording: Recording, minor: str, captures_by_case: dict[str, tuple[str, ...] | None]
+    recording: Recording, minor: str, captures_by_case: Mapping[str, Sequence[str] | None]
 ) -> set[tuple[str, str, str]]:
     """(minor, case, capture) entries for cases the file lacks, or captures the case lacks now."""
     found = set()

@@ -61,6 +61,23 @@ def test_flag_without_paths_collects_the_case_dirs_not_testpaths(
     result.stdout.no_fnmatch_line("*test_other*")
 
 
+def test_flag_without_paths_loads_the_case_dirs_conftests_not_testpaths(
+    project: pytest.Pytester,
+) -> None:
+    write_cases(project, MLP_CASE)
+    project.makeini("[pytest]\ntestpaths = tests\n")
+    project.mkdir("tests")
+    # A test suite's conftest may import much (this project's imports torch): the
+    # corpus run must not pay for it, in the controller or any worker.
+    (project.path / "tests" / "conftest.py").write_text("raise RuntimeError('loaded')\n")
+    (project.path / "cases" / "conftest.py").write_text("LOADED = True\n")
+    result = project.runpytest("--exportcheck", "--collect-only", "-q")
+    result.stdout.fnmatch_lines(["cases/main.yaml::mlp::signature*", "4 tests collected*"])
+    assert result.ret == 0
+    without_flag = project.runpytest("--collect-only", "-q")
+    without_flag.stderr.fnmatch_lines(["*RuntimeError: loaded*"])
+
+
 def test_case_dirs_come_from_the_ini(project: pytest.Pytester) -> None:
     write_cases(project, MLP_CASE.replace("models.py", "../cases/models.py"), "models/zoo.yaml")
     project.makeini("[pytest]\nexportcheck_paths = models\n")

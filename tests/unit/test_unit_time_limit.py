@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import pytest
@@ -16,12 +17,14 @@ def busy(seconds: float) -> None:
         pass
 
 
+def over(stage: str) -> str:
+    return "over the limit"
+
+
 def swallow_first_then(then: float) -> None:
     """The model that swallows the limit once, then keeps computing for ``then`` s."""
-    try:
+    with contextlib.suppress(StageTimeout):
         busy(5)
-    except StageTimeout:
-        pass
     busy(then)
 
 
@@ -32,11 +35,9 @@ def test_a_refire_inside_torch_waits_and_the_item_still_times_out(
     monkeypatch.setattr(stages, "_inside_torch", lambda frame: True)
     # Refires during the 0.6 s after the first firing land "inside torch": none raises
     # there, and the block still fails as a timeout when it ends.
-    with pytest.raises(
-        StageTimeout, match=r"caught the time limit's exception 1 time\(s\) and went on"
-    ):
-        with time_limit(0.2, lambda stage: "over the limit"):
-            swallow_first_then(0.6)
+    went_on = r"caught the time limit's exception 1 time\(s\) and went on"
+    with pytest.raises(StageTimeout, match=went_on), time_limit(0.2, over):
+        swallow_first_then(0.6)
 
 
 def test_a_refire_deferred_too_often_raises_wherever_it_lands(
@@ -46,16 +47,15 @@ def test_a_refire_deferred_too_often_raises_wherever_it_lands(
     monkeypatch.setattr(stages, "MAX_DEFERRED_REFIRES", 2)
     monkeypatch.setattr(stages, "_inside_torch", lambda frame: True)
     started = time.monotonic()
-    with pytest.raises(StageTimeout, match=r"caught the time limit's exception 1 time\(s\) before"):
-        with time_limit(0.2, lambda stage: "over the limit"):
-            swallow_first_then(30)
+    took = r"caught the time limit's exception 1 time\(s\) before"
+    with pytest.raises(StageTimeout, match=took), time_limit(0.2, over):
+        swallow_first_then(30)
     assert time.monotonic() - started < 5  # stopped, not run to its end
 
 
 def test_a_refire_in_the_models_own_code_raises_there(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(stages, "REFIRE_SECONDS", 0.1)
     started = time.monotonic()
-    with pytest.raises(StageTimeout, match="before it took"):
-        with time_limit(0.2, lambda stage: "over the limit"):
-            swallow_first_then(30)
+    with pytest.raises(StageTimeout, match="before it took"), time_limit(0.2, over):
+        swallow_first_then(30)
     assert time.monotonic() - started < 5
