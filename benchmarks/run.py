@@ -38,7 +38,9 @@ sys.path.insert(0, str(HERE))
 import generate_cases  # noqa: E402
 
 PYTHON = sys.executable
-PYTEST = [PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+# hypothesis is a test dependency of this project, not of the plugin: its pytest plugin
+# costs each process ~1.5 s of start-up and end that is not ours to measure.
+PYTEST = [PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:hypothesispytest"]
 # Only the export paths' items: the floor has no counterpart for the others (export_paths.py).
 EXPORT_ONLY = ["-p", "export_paths"]
 TARGETS = {"plugin/floor": 1.15, "xdist/single": 0.6, "startup_ms": 20.0, "memory": 1.5}
@@ -338,6 +340,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ops", action="store_true", help="also count expensive operations")
     parser.add_argument("--no-startup", action="store_true", help="skip the start-up runs")
     parser.add_argument(
+        "--scaling", action="store_true", help="only the scaling curve: serial, -n 2, 4, 8, 14"
+    )
+    parser.add_argument(
         "--no-main", action="store_true", help="skip floor / plugin / -n 2 (e.g. --memory alone)"
     )
     parser.add_argument("--plugin-src", type=Path, help="put this directory first on PYTHONPATH")
@@ -359,6 +364,14 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_main:
         print(f"benchmark: {corpus}, {repeat} repetition(s); python {PYTHON}", flush=True)
     started = time.perf_counter()
+    if args.scaling:
+        import scaling
+
+        figures = scaling.scaling(PYTEST, paths, repeat, run_series, Series, env, PYTHON)
+        print(f"\ncorpus: {corpus}\ntotal {time.perf_counter() - started:.0f} s")
+        if args.json:
+            args.json.write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
+        return 0
 
     results = None
     if not args.no_main:
