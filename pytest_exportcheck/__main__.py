@@ -2,7 +2,8 @@
 
 ``new`` writes a starter case (``scaffold/``); ``versions`` prints what
 changes between the torch minors recorded next to the cases
-(``reports/versions.py``, the README's table). Kept separate from the plugin
+(``reports/versions.py``, the README's table); ``merge`` makes one report of a
+run's shards (``reports/merge.py``). Kept separate from the plugin
 so that ``--help`` imports neither pytest's plugin machinery nor torch.
 """
 
@@ -48,7 +49,22 @@ def main(argv: list[str] | None = None) -> int:
         help="put the table into FILE.md between its versions-table markers instead of "
         "printing it (the README's table is made so)",
     )
+    merge = commands.add_parser(
+        "merge",
+        help="merge the --exportcheck-report files of a run split across CI jobs into one",
+        description="Merge shard reports (pytest-split groups, one CI job each) into the JSON "
+        "and Markdown report one run would have written, and print its matrix. Refuses shards "
+        "of different torch versions or case files, and shards that overlap. Exit status: the "
+        "merged run's (1 if any item failed).",
+        epilog="example: python -m pytest_exportcheck merge shard-*.json -o report.json",
+    )
+    merge.add_argument("shards", nargs="+", type=Path, metavar="SHARD.json")
+    merge.add_argument("-o", "--output", type=Path, required=True, metavar="REPORT.json")
     args = parser.parse_args(argv)
+    if args.command == "merge":
+        from pytest_exportcheck.reports import merge as merge_reports
+
+        return merge_reports.main(args.shards, args.output)
     if args.command == "versions":
         from pytest_exportcheck.reports import versions as versions_table
 

@@ -19,6 +19,7 @@ from pytest_exportcheck.reports import json_report, markdown, nearest
 from pytest_exportcheck.reports import matrix as matrix_mod
 from pytest_exportcheck.reports.compare_runs import Comparison, RunScope, compare
 from pytest_exportcheck.reports.compare_runs import render as render_comparison
+from pytest_exportcheck.reports.merge import cases_digest
 from pytest_exportcheck.reports.results import (
     FAILING,
     ItemResult,
@@ -116,6 +117,8 @@ class ReportPlugin:
             exitstatus=session.exitstatus,  # as the recordings left it (session.py)
             args=self.config.invocation_params.args,
         )
+        # Shards of one run (pytest-split) must agree on it to be merged (merge.py).
+        self.run["cases"] = cases_digest(self.config.rootpath, self.scope_files)
         current = [r.to_json() for r in self.results]
         from pytest_exportcheck.compat import torch_minor
 
