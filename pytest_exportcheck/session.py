@@ -215,6 +215,10 @@ class ExportCheckSession:
         return [f"exportcheck: memory limit {show_size(self.memory_limit)} per process"]
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
+        if hasattr(self.config, "workerinput"):  # the cores shared out (worker_threads.py)
+            from pytest_exportcheck.worker_threads import limit_for_worker
+
+            limit_for_worker(int(self.config.workerinput.get("workercount", 1)))
         runs_items = hasattr(self.config, "workerinput") or not getattr(
             self.config.option, "numprocesses", None
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import pytest
@@ -72,3 +73,42 @@ def test_each_run_keeps_its_items_durations_for_the_next_to_schedule(
     # A later run of some items only keeps the others' durations.
     project.runpytest("--exportcheck", "-k", "parity", *dist).assert_outcomes(passed=1)
     assert sorted(json.loads(cached.read_text())) == sorted(durations)
+
+
+THREADS_MODEL = """
+import os
+
+import torch
+from torch import nn
+
+
+class ChecksItsThreads(nn.Module):
+    # Fails eager unless torch's threads are this worker's share of the cores.
+    def forward(self, x):
+        workers = int(os.environ["PYTEST_XDIST_WORKER_COUNT"])
+        share = max(1, len(os.sched_getaffinity(0)) // workers)
+        if torch.get_num_threads() > share:
+            raise RuntimeError(f"{torch.get_num_threads()} threads, share {share}")
+        return x * 2
+"""
+
+
+@pytest.mark.skipif(
+    any(os.environ.get(n) for n in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")),
+    reason="a thread setting of the user's own stands",
+)
+def test_each_worker_uses_its_share_of_the_cores(project: pytest.Pytester) -> None:
+    (project.path / "cases" / "threads.py").write_text(THREADS_MODEL)
+    write_cases(
+        project,
+        """
+cases:
+  threads:
+    description: checks torch's thread count in its worker
+    model: {target: threads.py:ChecksItsThreads}
+    inputs: {args: [{shape: [2, 4]}]}
+    captures: [export]
+    checks: [parity]
+""",
+    )
+    project.runpytest("--exportcheck", "-n", "2").assert_outcomes(passed=1)
