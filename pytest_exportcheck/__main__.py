@@ -60,11 +60,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     merge.add_argument("shards", nargs="+", type=Path, metavar="SHARD.json")
     merge.add_argument("-o", "--output", type=Path, required=True, metavar="REPORT.json")
+    merge.add_argument(
+        "--update-recordings",
+        action="store_true",
+        help="also write the recordings the shards observed (runs made with "
+        "--exportcheck-update), into the case files' *.recorded.json under the current "
+        "directory, as one update run would (stale entries are kept)",
+    )
     args = parser.parse_args(argv)
     if args.command == "merge":
         from pytest_exportcheck.reports import merge as merge_reports
 
-        return merge_reports.main(args.shards, args.output)
+        root = Path.cwd() if args.update_recordings else None
+        return merge_reports.main(args.shards, args.output, root)
     if args.command == "versions":
         from pytest_exportcheck.reports import versions as versions_table
 

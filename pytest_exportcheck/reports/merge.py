@@ -149,10 +149,37 @@ def write(doc: Mapping[str, Any], output: Path) -> list[str]:
     return lines
 
 
-def main(paths: Sequence[Path], output: Path) -> int:
+def update_recordings(doc: Mapping[str, Any], root: Path) -> list[str]:
+    """What ``--exportcheck-update`` on one whole run would write, from the shards'
+    observations (each ``recorded`` item's report carries its own): every entry a
+    shard observed is written, none is lost to another shard's copy of the file.
+
+    Stale entries (cases or captures a file no longer has) are kept: the merge
+    cannot tell that the shards together ran every item; an update run on one
+    machine removes them.
+    """
+    from packaging.version import Version
+
+    from pytest_exportcheck.recording import RecordingStore
+
+    version = Version(str(doc["run"].get("torch")))
+    store = RecordingStore(update=True, minor=f"{version.major}.{version.minor}")
+    for item in doc["items"]:
+        if item.get("check") == "recorded" and item.get("observation") is not None:
+            case_file = root / str(item["file"])
+            store.observe(case_file, str(item["case"]), str(item["capture"]), item["observation"])
+    lines = store.write(whole_run=False)
+    if store.unwritten:
+        raise MergeError("recordings not written: " + "; ".join(lines))
+    return lines
+
+
+def main(paths: Sequence[Path], output: Path, recordings_root: Path | None = None) -> int:
     try:
         doc = merge(paths)
         lines = write(doc, output)
+        if recordings_root is not None:
+            lines += update_recordings(doc, recordings_root)
     except (MergeError, OSError) as exc:
         print(f"python -m pytest_exportcheck merge: {exc}")
         return 2

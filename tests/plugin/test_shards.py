@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_exportcheck.compat import torch_minor
 from pytest_exportcheck.reports import merge
 
 CORPUS = Path(__file__).parents[2] / "cases"
@@ -48,6 +49,14 @@ def test_three_shards_merge_into_the_unsplit_runs_report_item_by_item(
     assert merge.main(shards, bundled.path / "merged.json") == 0
     assert report_items(bundled.path / "merged.json") == report_items(bundled.path / "whole.json")
     assert (bundled.path / "merged.md").read_text().startswith("#")
+    # The shards' observations together rewrite the recording as the whole run holds it.
+    recording = bundled.path / "cases" / "basics.recorded.json"
+    recorded = json.loads(recording.read_text())["torch"]
+    recording.unlink()
+    merged = json.loads((bundled.path / "merged.json").read_text())
+    merge.update_recordings(merged, bundled.path)
+    minor = torch_minor()
+    assert json.loads(recording.read_text())["torch"] == {minor: recorded[minor]}
 
 
 def write_report(path: Path, **run: object) -> Path:
