@@ -154,6 +154,19 @@ def value_difference(
     tolerance = tolerance.resolve(want.dtype, want.device)
     want = want.detach().cpu()
     got = got.detach().cpu()
+    if torch.equal(want, got):
+        # Bit-equal (no NaN): within any tolerance. Most state the stepped runs compare
+        # is, and the path below makes ~8 float64 temporaries of each leaf: 56 of
+        # AlexNet's 72 s mutation item, and most of its peak memory, before this.
+        # The error tracker hears of it as the path below would tell it: float leaves only.
+        exact = tolerance.atol is None and tolerance.rtol is None
+        counted = want.dtype != torch.bool and (
+            want.is_floating_point() or want.is_complex() or not exact
+        )
+        tracker = _TRACKER.get()
+        if tracker is not None and counted and bool(want.isfinite().any()):
+            tracker.saw(0.0)
+        return None
     rtol, atol, origin = tolerance.for_dtype(want.dtype)
     if want.numel() == 0:
         return None

@@ -5,7 +5,13 @@ import math
 import pytest
 import torch
 
-from pytest_exportcheck.compare_values import DEFAULT_TOLERANCES, EXACT, Tolerance, compare_trees
+from pytest_exportcheck.compare_values import (
+    DEFAULT_TOLERANCES,
+    EXACT,
+    Tolerance,
+    compare_trees,
+    tracking_errors,
+)
 
 NAN = float("nan")
 INF = float("inf")
@@ -336,3 +342,19 @@ def test_auto_says_when_the_model_cannot_run_in_float64() -> None:
     assert problem.endswith(
         "no fp64 reference (the model did not run in float64): allclose decided (policy auto)"
     )
+
+
+@pytest.mark.parametrize(
+    ("leaf", "heard"),
+    [
+        (torch.randn(3, 4), [0.0]),  # bit-equal floats: within tolerance, error 0
+        (torch.tensor([True, False]), []),  # exact dtypes never report an error size
+        (torch.tensor([float("inf")]), []),  # nothing finite to measure
+    ],
+)
+def test_bit_equal_leaves_pass_and_report_as_the_full_comparison_does(
+    leaf: torch.Tensor, heard: list[float]
+) -> None:
+    with tracking_errors() as errors:
+        assert compare_trees(leaf, leaf.clone()) == []
+    assert errors.max_abs_err == (max(heard) if heard else None)
