@@ -18,6 +18,8 @@ import subprocess
 from collections.abc import Callable
 from typing import Any
 
+from pytest_exportcheck.worker_threads import usable_cores
+
 WORKER_COUNTS = (2, 4, 8, 14)
 TARGETS = {2: 0.58, 8: 0.30, 14: 0.22}  # issue 18: at most this x serial
 
@@ -36,7 +38,7 @@ def machine(python: str) -> dict[str, Any]:
     ).stdout.strip()
     return {
         "cores": os.cpu_count(),
-        "usable_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "usable_cores": usable_cores(),
         "torch": torch or "?",
         "python": platform.python_version(),
         "platform": platform.platform(),

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_exportcheck.item_names import split_item_name
+from pytest_exportcheck.plugin import CASE_SUFFIXES
 from pytest_exportcheck.reports import json_report, markdown
 from pytest_exportcheck.reports import matrix as matrix_mod
 from pytest_exportcheck.reports.results import ItemResult, describe_totals, totals
@@ -40,7 +41,7 @@ def cases_digest(root: Path, files: Iterable[str]) -> str:
     """What every shard must agree on: the case files, by path and content."""
     digest = hashlib.sha256()
     for name in sorted(set(files)):
-        if not name.endswith((".yaml", ".yml")):
+        if not name.endswith(CASE_SUFFIXES):
             continue
         try:
             content = (root / name).read_bytes()

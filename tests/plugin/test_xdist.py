@@ -9,6 +9,8 @@ import re
 import pytest
 from casekit import MLP_CASE, write_cases
 
+from pytest_exportcheck.worker_threads import USER_SETTINGS
+
 MIXED = """
 cases:
   passes:
@@ -94,7 +96,7 @@ class ChecksItsThreads(nn.Module):
 
 
 @pytest.mark.skipif(
-    any(os.environ.get(n) for n in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")),
+    any(os.environ.get(name) for name in USER_SETTINGS),
     reason="a thread setting of the user's own stands",
 )
 def test_each_worker_uses_its_share_of_the_cores(project: pytest.Pytester) -> None:

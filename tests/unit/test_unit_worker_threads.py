@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 import torch
 
@@ -16,7 +18,7 @@ def test_the_cores_are_shared_out(cores: int, workers: int, threads: int) -> Non
 
 
 @pytest.fixture
-def restore_threads() -> object:
+def restore_threads() -> Iterator[None]:
     before = torch.get_num_threads()
     yield
     torch.set_num_threads(before)
