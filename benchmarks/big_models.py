@@ -9,8 +9,10 @@ the plugin supports without torchvision. Each measurement is a fresh process
 (peak RSS from ``os.wait4``, wall time from outside):
 
 - **plain**: ``torch.export.export`` (strict as the item's capture says), then
-  ``run_decompositions()``, then three seeded calls each of eager, ``ep.module()``
-  and ``unflatten(ep)`` on cloned inputs: the work a ``mutation`` item needs;
+  ``run_decompositions()``, then three seeded calls each of eager, ``ep.module()``,
+  ``unflatten(ep)`` and the program saved and loaded again (``torch.export.save`` /
+  ``load``) on cloned inputs: the work a ``mutation`` item needs (the issue's loop
+  had no save and load; the item runs the loaded program too, so the loop does);
 - **plugin**: ``pytest --exportcheck`` on a one-case YAML, ``-k`` the one item.
 
 Both processes import torch and build the model; the plugin's also imports
@@ -146,7 +148,7 @@ cases:
 """
 
 PLAIN = """
-import copy, sys, torch
+import copy, io, sys, torch
 sys.path.insert(0, {directory!r})
 from archs import {cls}
 torch.manual_seed(0)
@@ -156,7 +158,14 @@ ep = torch.export.export(copy.deepcopy(model), (x,), strict={strict})
 decomposed = copy.deepcopy(ep).run_decompositions()
 eager = copy.deepcopy(model)
 module, unflat = copy.deepcopy(ep).module(), torch.export.unflatten(ep)
-for run in (eager, module, unflat):
+runs = [eager, module, unflat]
+if {saved}:
+    buffer = io.BytesIO()
+    torch.export.save(ep, buffer)
+    buffer.seek(0)
+    runs.append(torch.export.load(buffer).module())
+    del buffer
+for run in runs:
     for _ in range(3):
         torch.manual_seed(0)
         run(x.clone())
@@ -185,8 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     strict = "strict" in args.item
     env = dict(os.environ)
     print(f"item {args.item}; input {INPUT}; python {sys.executable}")
-    header = ("model", "plain s", "plugin s", "x", "plain MB", "plugin MB", "x")
-    widths = (10, 9, 10, 6, 10, 11, 6)
+    header = ("model", "plain s", "plugin s", "x", "plain MB", "plugin MB", "x", "issue's loop")
+    widths = (10, 9, 10, 6, 10, 11, 6, 18)
     print(
         "".join(
             f"{h:>{w}}" if i else f"{h:<{w}}"
@@ -203,10 +212,12 @@ def main(argv: list[str] | None = None) -> int:
             (project / "cases" / "big.yaml").write_text(
                 CASE.format(name=name, cls=cls, shape=INPUT)
             )
-            plain_src = PLAIN.format(
-                directory=str(project / "cases"), cls=cls, shape=tuple(INPUT), strict=strict
+            fields = dict(directory=str(project / "cases"), cls=cls, shape=tuple(INPUT))
+            fields["strict"] = strict
+            plain, issue_loop = (
+                measure([sys.executable, "-c", PLAIN.format(**fields, saved=saved)], project, env)
+                for saved in (True, False)
             )
-            plain = measure([sys.executable, "-c", plain_src], project, env)
             plugin = measure(
                 [
                     sys.executable,
@@ -227,13 +238,15 @@ def main(argv: list[str] | None = None) -> int:
                 project,
                 env,
             )
-        failed |= plain[2] != 0 or plugin[2] not in (0, 1)
+        failed |= plain[2] != 0 or issue_loop[2] != 0 or plugin[2] not in (0, 1)
         print(
             f"{name:<10}{plain[0]:>9.1f}{plugin[0]:>10.1f}{plugin[0] / plain[0]:>6.2f}"
             f"{plain[1]:>10.0f}{plugin[1]:>11.0f}{plugin[1] / plain[1]:>6.2f}"
+            f"{issue_loop[0]:>9.1f} s {issue_loop[1]:>4.0f} MB"
             + ("" if plugin[2] == 0 else f"  (plugin rc {plugin[2]})")
         )
     print(f"targets: time <= {TARGETS['time']}x, peak RSS <= {TARGETS['rss']}x")
+    print("issue's loop: the plain loop without the save and load (the issue's figure's loop)")
     return 1 if failed else 0
 
 

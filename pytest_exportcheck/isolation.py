@@ -18,6 +18,8 @@ from typing import Any, TypeVar
 import torch
 from torch.utils import _pytree as pytree
 
+from pytest_exportcheck.frozen_values import FrozenValues
+
 T = TypeVar("T")
 
 
@@ -123,8 +125,15 @@ def module_state(module: torch.nn.Module) -> dict[str, torch.Tensor]:
     return state
 
 
-def snapshot_state(module: torch.nn.Module) -> dict[str, torch.Tensor]:
-    return {name: t.detach().clone() for name, t in module_state(module).items()}
+def snapshot_state(
+    module: torch.nn.Module, frozen: FrozenValues | None = None
+) -> dict[str, torch.Tensor]:
+    """A read-only copy of every parameter and buffer; with ``frozen``, values it holds
+    bit for bit are shared, not cloned."""
+    state = module_state(module).items()
+    if frozen is None:
+        return {name: t.detach().clone() for name, t in state}
+    return {name: frozen.copy_of(name, t) for name, t in state}
 
 
 def flat_inputs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[tuple[str, Any]]:

@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 
+from pytest_exportcheck.frozen_values import FrozenValues
 from pytest_exportcheck.isolation import clone_tree, flat_inputs, seed_everything, snapshot_state
 
 
@@ -28,6 +29,7 @@ def run_steps(
     seed: int,
     eager: bool = False,
     state_of: torch.nn.Module | None = None,
+    frozen: FrozenValues | None = None,
 ) -> list[Step]:
     """Call ``module`` ``steps`` times, each on a fresh clone of ``inputs``, seeded.
 
@@ -37,6 +39,10 @@ def run_steps(
     ``eager=True`` runs with autograd enabled, the mode ``torch.export`` traces
     in (some modules take other paths under ``no_grad``, e.g. the nested-tensor
     fast path of ``nn.TransformerEncoder``); exported programs run without it.
+
+    Each step keeps a copy of the state; with ``frozen`` (the subject's
+    :class:`~pytest_exportcheck.frozen_values.FrozenValues`), state a step left
+    as the model was built is shared, not copied: on a big model most of it.
     """
     owner = state_of if state_of is not None else module
     results = []
@@ -45,6 +51,6 @@ def run_steps(
         seed_everything(seed)
         with torch.set_grad_enabled(eager):
             output = module(*args, **kwargs)
-        state = snapshot_state(owner) if isinstance(owner, torch.nn.Module) else {}
+        state = snapshot_state(owner, frozen) if isinstance(owner, torch.nn.Module) else {}
         results.append(Step(output, state, flat_inputs(args, kwargs)))
     return results

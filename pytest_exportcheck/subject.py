@@ -22,6 +22,7 @@ from pytest_exportcheck.failures import (
     exception_text,
     with_user_frame,
 )
+from pytest_exportcheck.frozen_values import FrozenValues, bit_identical
 from pytest_exportcheck.isolation import (
     clone_tree,
     flat_inputs,
@@ -136,6 +137,11 @@ class Subject:
         return clone_tree(self._inputs)
 
     @cached_property
+    def frozen_values(self) -> FrozenValues:
+        """The model's parameters and buffers as built, for stepped runs to share (read only)."""
+        return FrozenValues(module_state(self._model))
+
+    @cached_property
     def flat_inputs(self) -> list[tuple[str, Any]]:
         return flat_inputs(*self._inputs)
 
@@ -149,7 +155,11 @@ class Subject:
         """
         model = self.model_copy()
         args, kwargs = self.inputs_copy()
-        before_state = {name: _Snapshot(t) for name, t in module_state(model).items()}
+        # The copy's values are the pristine model's: compared against those, not cloned.
+        as_built = module_state(self._model)
+        before_state = {
+            name: _Snapshot(t, as_built.get(name)) for name, t in module_state(model).items()
+        }
         before_inputs = {path: _Snapshot(v) for path, v in flat_inputs(args, kwargs)}
         try:
             with seeded(self.case.seed), torch.enable_grad():
@@ -223,8 +233,9 @@ class Subject:
         """
         if len(self._eager_steps) < steps:
             self._eager_steps = run_steps(
-                self.model_copy(), self.inputs_copy(), steps=steps, seed=self.case.seed, eager=True
-            )
+                self.model_copy(), self.inputs_copy(), steps=steps, seed=self.case.seed,
+                eager=True, frozen=self.frozen_values,
+            )  # fmt: skip
         return self._eager_steps[:steps]
 
     def fp64_step(self, index: int, steps: int) -> Step | None:
@@ -306,14 +317,19 @@ def _groups(named: Any) -> dict[str, tuple[str, ...]]:
 
 
 class _Snapshot:
-    """A tensor's identity, version counter and values before a call."""
+    """A tensor's identity, version counter and values before a call.
 
-    def __init__(self, value: Any) -> None:
+    ``values`` is a tensor holding those values already (the pristine model's, of
+    which the run's model is a copy); without it, a clone is taken.
+    """
+
+    def __init__(self, value: Any, values: torch.Tensor | None = None) -> None:
         self.value = value
         self.is_tensor = isinstance(value, torch.Tensor)
         if self.is_tensor:
             self.version = value._version
-            self.copy = value.detach().clone()
+            same = values is not None and bit_identical(values, value)
+            self.copy = values.detach() if same else value.detach().clone()  # type: ignore[union-attr]
 
     def changed(self, after: Any) -> bool:
         if not self.is_tensor:

@@ -21,6 +21,7 @@ from pytest_exportcheck.capture.dynamic_shapes import (
     dynamic_capture_error,
 )
 from pytest_exportcheck.capture.operator_table import reusing_cia_ops
+from pytest_exportcheck.capture.program_copies import ProgramCopies
 from pytest_exportcheck.capture.record import (
     DEFAULT_PREFIX,
     CaptureRecord,
@@ -74,12 +75,14 @@ class ProgramRecord(CaptureRecord):
     saved and loaded again (``torch.export.save`` / ``load``).
 
     ``program`` is the capture's own copy: never run it (its state would drift);
-    the ``fresh_*`` methods give runnable copies that share nothing with it.
+    the ``fresh_*`` methods give runnable copies that share nothing with it (and
+    one set of runtime tensors with each other, see ``program_copies.py``).
     """
 
     def __init__(self, *, program: torch.export.ExportedProgram, **fields: Any) -> None:
         super().__init__(**fields)
         self.program = program
+        self.copies = ProgramCopies(program)
 
     @property
     def in_spec(self) -> Any:
@@ -95,17 +98,17 @@ class ProgramRecord(CaptureRecord):
 
     def fresh_module(self) -> torch.nn.Module:
         """``ep.module()``, as it was when first made."""
-        return self._module("module", lambda: private_copy(self.program).module())
+        return self._module("module", lambda: self.copies.runnable(self.program).module())
 
     def fresh_unflattened(self) -> torch.nn.Module:
         """``torch.export.unflatten(ep)``, as it was when first made."""
         return self._module(
-            "unflattened", lambda: torch.export.unflatten(private_copy(self.program))
+            "unflattened", lambda: torch.export.unflatten(self.copies.runnable(self.program))
         )
 
     def fresh_decomposed_module(self) -> torch.nn.Module:
         """``ep.run_decompositions().module()``, as it was when first made."""
-        return self._module("decomposed", lambda: private_copy(self.decomposed).module())
+        return self._module("decomposed", lambda: self.copies.runnable(self.decomposed).module())
 
     def unflattened_program(self, label: str) -> torch.nn.Module:
         """The program a runnable labelled ``label`` runs, unflattened into the eager tree
@@ -115,7 +118,7 @@ class ProgramRecord(CaptureRecord):
         if label == "saved and loaded":
             buffer = io.BytesIO()
             with quiet_torch_internals():
-                torch.export.save(private_copy(self.program), buffer)
+                torch.export.save(self.copies.reading(self.program), buffer)
                 buffer.seek(0)
                 return torch.export.unflatten(torch.export.load(buffer))
         return self.fresh_unflattened()
@@ -129,7 +132,7 @@ class ProgramRecord(CaptureRecord):
         buffer = io.BytesIO()
         try:
             with quiet_torch_internals():
-                torch.export.save(private_copy(self.program), buffer)
+                torch.export.save(self.copies.reading(self.program), buffer)
         except Exception as exc:
             message = describe_exception(exc, context="torch.export.save raised")
             raise SerializationError(message) from exc
@@ -160,10 +163,14 @@ class ProgramRecord(CaptureRecord):
 
     @cached_property
     def decomposed(self) -> torch.export.ExportedProgram:
-        """``run_decompositions()`` of a copy: the functional dialect with mutation records."""
+        """``run_decompositions()`` of a copy: the functional dialect with mutation records.
+
+        The copy holds the program's own tensors: decomposition traces with fake
+        tensors and writes none (``test_unit_program_copies.py``, on every tox env).
+        """
         try:
             with quiet_torch_internals(), reusing_cia_ops():
-                return private_copy(self.program).run_decompositions()
+                return self.copies.reading(self.program).run_decompositions()
         except Exception as exc:
             raise DecompositionError(
                 describe_exception(exc, context="run_decompositions() raised")

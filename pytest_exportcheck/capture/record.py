@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from pytest_exportcheck.forward_defaults import DEFAULT_PREFIX, forward_defaults
+from pytest_exportcheck.frozen_values import FrozenValues
 from pytest_exportcheck.isolation import quiet_torch_internals
 from pytest_exportcheck.subject import Subject
 
@@ -151,7 +152,8 @@ class CaptureRecord:
         if cached is None:
             with quiet_torch_internals():
                 call, module = make()
-            cached = self._runnables[key] = (call, module, Resettable(call, module))
+            resettable = Resettable(call, module, frozen=self.subject.frozen_values)
+            cached = self._runnables[key] = (call, module, resettable)
         call, module, resettable = cached
         resettable.reset()
         return call, module
@@ -161,16 +163,20 @@ class Resettable:
     """Modules plus the state they were made with, to put back before each use.
 
     Tensors are put back by object (a forward that rebinds a buffer is undone)
-    and by value (one that writes into it in place is undone too).
+    and by value (one that writes into it in place is undone too). The values
+    to put back come from ``frozen`` where it holds them bit for bit (a model's
+    weights, as built): a big model's runnables keep no copy of their own.
     """
 
-    def __init__(self, *owners: Any) -> None:
+    def __init__(self, *owners: Any, frozen: FrozenValues | None = None) -> None:
         self.slots: list[tuple[dict[str, Any], str, torch.Tensor, torch.Tensor]] = []
+        frozen = frozen if frozen is not None else FrozenValues()
         seen: set[int] = set()
         for root in owners:
             if not isinstance(root, torch.nn.Module):
                 continue
-            for owner in root.modules():
+            for prefix, owner in root.named_modules():
+                dot = f"{prefix}." if prefix else ""
                 stores = (owner._parameters, owner._buffers, owner.__dict__)
                 for store in stores:
                     if id(store) in seen:  # a graph module may share its root's dicts
@@ -178,7 +184,8 @@ class Resettable:
                     seen.add(id(store))
                     for name, value in list(store.items()):
                         if isinstance(value, torch.Tensor):
-                            self.slots.append((store, name, value, value.detach().clone()))
+                            pristine = frozen.keep(dot + name, value)
+                            self.slots.append((store, name, value, pristine))
 
     def reset(self) -> None:
         with torch.no_grad():

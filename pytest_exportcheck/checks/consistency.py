@@ -202,9 +202,11 @@ def _outputs(case: Case, records: dict[str, CaptureRecord]) -> Table:
         runnable = record.runnables()[0]
         try:
             call, module = runnable.make()
+            subject = record.subject
             (step,) = run_steps(
-                call, record.subject.inputs_copy(), steps=1, seed=case.seed, state_of=module
-            )
+                call, subject.inputs_copy(), steps=1, seed=case.seed, state_of=module,
+                frozen=subject.frozen_values,
+            )  # fmt: skip
         except Exception as exc:
             cells[capture] = describe_exception(exc, context=f"{runnable.label} raised")
             continue

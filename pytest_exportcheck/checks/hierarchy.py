@@ -181,7 +181,10 @@ def _call_counts(record: ProgramRecord, unflat: torch.nn.Module) -> list[str]:
 def _outputs(case: Case, record: ProgramRecord, unflat: torch.nn.Module) -> list[str]:
     tolerance = Tolerance.of_case(case)
     try:
-        (step,) = run_steps(unflat, record.subject.inputs_copy(), steps=1, seed=case.seed)
+        subject = record.subject
+        (step,) = run_steps(
+            unflat, subject.inputs_copy(), steps=1, seed=case.seed, frozen=subject.frozen_values
+        )
     except Exception as exc:
         return [describe_exception(exc, context="calling the unflattened module raised")]
     return compare_trees(

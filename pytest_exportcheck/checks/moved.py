@@ -27,7 +27,10 @@ def check_moved(case: Case, record: CaptureRecord) -> list[str]:
     label = f"moved to {record.device}"
     try:
         eager_steps = subject.eager_steps(steps)
-        moved_steps = run_steps(record.fresh_module(), inputs, steps=steps, seed=case.seed)
+        moved_steps = run_steps(
+            record.fresh_module(), inputs, steps=steps, seed=case.seed,
+            frozen=subject.frozen_values,
+        )  # fmt: skip
     except Exception as exc:
         return [describe_exception(exc, context=f"running the program {label} raised")]
     lifted = lifted_state(record)

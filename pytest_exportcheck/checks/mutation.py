@@ -146,7 +146,10 @@ def _stepped_runs(case: Case, record: CaptureRecord) -> list[str]:
         label = runnable.label
         try:
             call, module = runnable.make()
-            runs = run_steps(call, inputs, steps=steps, seed=case.seed, state_of=module)
+            runs = run_steps(
+                call, inputs, steps=steps, seed=case.seed, state_of=module,
+                frozen=subject.frozen_values,
+            )  # fmt: skip
         except Exception as exc:
             findings.append(describe_exception(exc, context=f"running {label} raised"))
             continue

@@ -57,7 +57,10 @@ def check_parity(case: Case, record: CaptureRecord) -> list[str]:
         label = runnable.label
         try:
             call, module = runnable.make()
-            runs = run_steps(call, inputs, steps=steps, seed=case.seed, state_of=module)
+            runs = run_steps(
+                call, inputs, steps=steps, seed=case.seed, state_of=module,
+                frozen=subject.frozen_values,
+            )  # fmt: skip
         except Exception as exc:
             findings.append(describe_exception(exc, context=f"{label} raised"))
             continue

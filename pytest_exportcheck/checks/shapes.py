@@ -225,8 +225,9 @@ def stepped_at_another_size(case: Case, record: CaptureRecord, spec: DynamicSpec
     tolerance = Tolerance.of_case(case)
     try:
         eager_steps = run_steps(
-            record.subject.model_copy(), inputs, steps=steps, seed=case.seed, eager=True
-        )
+            record.subject.model_copy(), inputs, steps=steps, seed=case.seed, eager=True,
+            frozen=record.subject.frozen_values,
+        )  # fmt: skip
     except Exception:
         return []  # eager refuses this size: across_sizes says so
     lifted = lifted_state(record)
@@ -236,7 +237,10 @@ def stepped_at_another_size(case: Case, record: CaptureRecord, spec: DynamicSpec
             continue
         try:
             call, module = runnable.make()
-            runs = run_steps(call, inputs, steps=steps, seed=case.seed, state_of=module)
+            runs = run_steps(
+                call, inputs, steps=steps, seed=case.seed, state_of=module,
+                frozen=record.subject.frozen_values,
+            )  # fmt: skip
         except Exception:
             continue  # a refused size is across_sizes' finding
         for index, (want, got) in enumerate(zip(eager_steps, runs, strict=True), start=1):

@@ -1,0 +1,74 @@
+"""Copies of one ``ExportedProgram`` for the ways of running it, sharing tensors where safe.
+
+``ep.module()``, ``unflatten(ep)`` and the decomposed program run on the
+program's own tensors, and runs mutate them: each way of running needs tensors
+no other run touches *while it runs*. They never run at once, and each is reset
+to its first state before every use (``record.Resettable``), so one set of
+runtime tensors serves them all; what needs only to read the tensors
+(``torch.export.save``, ``run_decompositions()``) gets the program's own::
+
+    ep (never run) ── its tensors ──────────────┬── copy for torch.export.save
+                                                └── copy for run_decompositions()
+         └── runtime tensors (one clone, reset ─┬── copy → ep.module()
+             to ep's values before each copy)   ├── copy → unflatten(ep)
+                                                └── copy of the decomposed → .module()
+
+Each copy is a deep copy of the program's structure (graph, signature, module
+attributes) with a ``copy.deepcopy`` memo that maps each tensor to the shared
+one. A big model's capture thus holds two sets of weights (ep's and the
+runtime's) where a private deep copy per consumer held five.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TypeVar
+
+import torch
+
+from pytest_exportcheck.isolation import quiet_torch_internals
+
+P = TypeVar("P")
+
+
+class ProgramCopies:
+    """Structure copies of ``program`` (and of programs derived from it, whose tensors are
+    its tensors), bound to its own tensors or to the shared runtime ones."""
+
+    def __init__(self, program: torch.export.ExportedProgram) -> None:
+        self.program = program
+        self._pairs: list[tuple[torch.Tensor, torch.Tensor]] | None = None
+
+    def reading(self, program: P) -> P:
+        """A copy of ``program`` on the capture's own tensors: only for what never writes them."""
+        own = {id(tensor): tensor for tensor in program_tensors(self.program)}
+        return _copy(program, own)
+
+    def runnable(self, program: P) -> P:
+        """A copy of ``program`` on the runtime tensors, reset to the capture's values first.
+
+        The copy and every module made from it share those tensors with the other
+        runnable copies: use one at a time, and reset it before each use.
+        """
+        if self._pairs is None:
+            own = program_tensors(self.program)
+            with quiet_torch_internals():
+                runtime = copy.deepcopy(own)  # one memo: views of one storage stay views
+            self._pairs = list(zip(own, runtime, strict=True))
+        with torch.no_grad():
+            for own_tensor, runtime_tensor in self._pairs:
+                runtime_tensor.copy_(own_tensor)
+        return _copy(program, {id(own): runtime for own, runtime in self._pairs})
+
+
+def program_tensors(program: torch.export.ExportedProgram) -> list[torch.Tensor]:
+    """The program's parameters, buffers and tensor constants, each once."""
+    values = [*program.state_dict.values(), *program.constants.values()]
+    unique = {id(value): value for value in values if isinstance(value, torch.Tensor)}
+    return list(unique.values())
+
+
+def _copy(program: P, tensors: dict[int, torch.Tensor]) -> P:
+    memo: dict[int, object] = dict(tensors)
+    with quiet_torch_internals():
+        return copy.deepcopy(program, memo)

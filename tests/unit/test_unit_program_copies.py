@@ -1,0 +1,113 @@
+"""Program copies: the runnables share one set of runtime tensors, never the program's own;
+what only reads the program's tensors leaves them as they were."""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+from torch import nn
+
+from pytest_exportcheck.capture.program_copies import ProgramCopies, program_tensors
+from pytest_exportcheck.frozen_values import bit_identical
+
+
+class Stateful(nn.Module):
+    """A parameter, running statistics in training mode, a counter, a tensor constant."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.norm = nn.BatchNorm1d(4)
+        self.register_buffer("calls", torch.zeros(()))
+        self.register_buffer("scratch", torch.ones(4), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls.add_(1)
+        return self.norm(self.lin(x)) * self.scratch
+
+
+def exported() -> torch.export.ExportedProgram:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.export.export(Stateful(), (torch.randn(3, 4),))
+
+
+def values(program: torch.export.ExportedProgram) -> list[torch.Tensor]:
+    return [tensor.clone() for tensor in program_tensors(program)]
+
+
+def storages(module: nn.Module) -> set[int]:
+    return {t.untyped_storage().data_ptr() for t in [*module.parameters(), *module.buffers()]}
+
+
+def test_runnables_share_runtime_tensors_with_each_other_and_not_with_the_program() -> None:
+    program = exported()
+    copies = ProgramCopies(program)
+
+    first = copies.runnable(program).module()
+    second = copies.runnable(program).module()
+
+    own = {t.untyped_storage().data_ptr() for t in program_tensors(program)}
+    assert storages(first) == storages(second)
+    assert not storages(first) & own
+
+
+def test_a_runnable_copy_starts_from_the_programs_values_after_another_ran() -> None:
+    program = exported()
+    copies = ProgramCopies(program)
+    first = copies.runnable(program).module()
+    fresh = {name: value.clone() for name, value in first.state_dict().items()}
+    first(torch.randn(3, 4))  # moves the running statistics and the counter in place
+    assert not torch.equal(first.state_dict()["calls"], fresh["calls"])
+
+    second = copies.runnable(program).module()
+
+    for name, value in second.state_dict().items():
+        assert bit_identical(value, fresh[name]), name
+
+
+def test_running_a_runnable_leaves_the_program_as_exported() -> None:
+    program = exported()
+    as_exported = values(program)
+    module = ProgramCopies(program).runnable(program).module()
+
+    module(torch.randn(3, 4))
+
+    assert all(bit_identical(a, b) for a, b in zip(as_exported, values(program), strict=True))
+
+
+def test_decomposing_a_reading_copy_leaves_the_programs_tensors_as_they_were() -> None:
+    # run_decompositions() traces with fake tensors: it reads the program's tensors and
+    # writes none, so it needs no copy of its own (a BatchNorm in training mode and a
+    # counter would show a write).
+    program = exported()
+    as_exported = values(program)
+    copies = ProgramCopies(program)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        decomposed = copies.reading(program).run_decompositions()
+
+    assert all(bit_identical(a, b) for a, b in zip(as_exported, values(program), strict=True))
+    assert set(decomposed.graph_signature.buffers_to_mutate.values()) >= {"calls"}
+    shared = {id(t) for t in program_tensors(program)} & {
+        id(t) for t in program_tensors(decomposed)
+    }
+    assert shared  # the decomposition holds the program's tensors: no copy of its weights
+
+
+def test_a_decomposed_program_runs_on_the_runtime_tensors() -> None:
+    program = exported()
+    copies = ProgramCopies(program)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        decomposed = copies.reading(program).run_decompositions()
+
+    runnable = copies.runnable(decomposed).module()
+    plain = copies.runnable(program).module()
+
+    assert storages(runnable) & storages(plain)
+    assert not storages(runnable) & {
+        t.untyped_storage().data_ptr() for t in program_tensors(program)
+    }
