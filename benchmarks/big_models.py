@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -186,11 +187,45 @@ def measure(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, 
     return wall, usage.ru_maxrss / 1024, rc
 
 
+def whole_cases(models: list[str], workers: int = 2) -> int:
+    """The issue's sweep in small: all items of the big cases under ``-n 2``, no worker lost."""
+    with tempfile.TemporaryDirectory() as tmp:
+        project = Path(tmp)
+        (project / "cases").mkdir()
+        (project / "cases" / "archs.py").write_text(textwrap.dedent(ARCHITECTURES))
+        for name in models:
+            (project / "cases" / f"{name}.yaml").write_text(
+                CASE.format(name=name, cls=MODELS[name], shape=INPUT)
+            )
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+        command += ["-p", "no:hypothesispytest", "--exportcheck", "-n", str(workers), "cases"]
+        started = time.perf_counter()
+        proc = subprocess.run(command, cwd=project, capture_output=True, text=True)
+        wall = time.perf_counter() - started
+    # The controller reaps its workers: its children's peak is the largest worker's.
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    summary = (proc.stdout.strip().splitlines() or ["(no output)"])[-1]
+    print(f"{', '.join(models)}: every item, -n {workers}; python {sys.executable}")
+    print(f"wall {wall:.1f} s; largest process's peak RSS {peak:.0f} MB; rc {proc.returncode}")
+    print(summary)
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stdout[-3000:] + proc.stderr[-2000:])
+    return proc.returncode
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--item", default="mutation[export-strict-cpu]")
+    parser.add_argument(
+        "--whole-cases",
+        action="store_true",
+        help="instead: every item of the models' cases (both captures, all four checks) "
+        "in one `pytest --exportcheck -n 2` run; wall, outcomes, the largest process's peak",
+    )
     args = parser.parse_args(argv)
+    if args.whole_cases:
+        return whole_cases(args.models.split(","))
     strict = "strict" in args.item
     env = dict(os.environ)
     print(f"item {args.item}; input {INPUT}; python {sys.executable}")

@@ -43,7 +43,8 @@ PYTHON = sys.executable
 PYTEST = [PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:hypothesispytest"]
 # Only the export paths' items: the floor has no counterpart for the others (export_paths.py).
 EXPORT_ONLY = ["-p", "export_paths"]
-TARGETS = {"plugin/floor": 1.15, "xdist/single": 0.6, "startup_ms": 20.0, "memory": 1.5}
+# plugin/floor and (-n 2)/single as issue 18 sets them (1.15 and 0.6 before).
+TARGETS = {"plugin/floor": 0.90, "xdist/single": 0.58, "startup_ms": 20.0, "memory": 1.5}
 
 
 @dataclass

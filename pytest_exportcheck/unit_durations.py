@@ -10,7 +10,8 @@ classic bound: at most 4/3 of the best possible).
 - **Where**: ``exportcheck/durations`` under pytest's cache directory
   (``.pytest_cache``, like ``--lf``'s failures): node id → seconds, all phases of
   the item. Written by the process that reports (the controller under xdist), after
-  every run that is not ``--collect-only``; entries of items that did not run are kept.
+  every run that is not ``--collect-only``; entries of items that did not run are kept
+  (a ``-k`` run keeps the others' durations) while their case file exists.
 - **Absent** (a first run, ``-p no:cacheprovider``, a fresh CI checkout): every item
   is estimated the same, so units are ordered by their number of items, which is
   xdist's own ``--loadscope-reorder`` order.
@@ -95,6 +96,11 @@ class DurationLog:
         cache: Any = getattr(self.config, "cache", None)
         if cache is None or not self.durations or hasattr(self.config, "workerinput"):
             return
-        known = load(self.config).known
+        root = self.config.rootpath
+        known = {
+            nodeid: seconds
+            for nodeid, seconds in load(self.config).known.items()
+            if (root / nodeid.split("::", 1)[0]).is_file()  # a renamed or deleted file's go
+        }
         known.update({nodeid: round(seconds, 3) for nodeid, seconds in self.durations.items()})
         cache.set(CACHE_KEY, known)

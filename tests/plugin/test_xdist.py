@@ -77,6 +77,22 @@ def test_each_run_keeps_its_items_durations_for_the_next_to_schedule(
     assert sorted(json.loads(cached.read_text())) == sorted(durations)
 
 
+def test_durations_of_a_case_file_that_is_gone_are_dropped(
+    project: pytest.Pytester, dist: list[str]
+) -> None:
+    write_cases(project, MLP_CASE)
+    project.runpytest("--exportcheck", *dist).assert_outcomes(passed=4)
+    cases = project.path / "cases"
+    (cases / "main.yaml").rename(cases / "renamed.yaml")
+
+    project.runpytest("--exportcheck", *dist).assert_outcomes(passed=4)
+
+    cached = project.path / ".pytest_cache" / "v" / "exportcheck" / "durations"
+    durations = json.loads(cached.read_text())
+    assert len(durations) == 4
+    assert all(nodeid.startswith("cases/renamed.yaml::mlp::") for nodeid in durations)
+
+
 THREADS_MODEL = """
 import os
 
