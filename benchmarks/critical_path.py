@@ -3,16 +3,15 @@
     python benchmarks/critical_path.py report.json [--workers 2,4,8,14] [--overhead S]
 
 Reads an ``--exportcheck-report`` (any worker count: item durations are per item),
-groups items into the scheduler's work units (``scheduler.unit_of``: one
-(case, capture, device), or the whole (case, device) where a ``consistency`` item
-compares its captures), and replays greedy list scheduling: each unit goes to
-the worker that frees up first, in the order given. Printed per worker count:
+groups items into work units, and replays greedy list scheduling: each unit goes
+to the worker that frees up first, in the order given. Printed per worker count:
 
-- *collection order*: units in the order xdist hands them out today;
-- *longest first*: units by duration, longest first;
-- *split consistency*: every unit its (case, capture, device) one, the
-  ``consistency`` items a unit each, longest first (what comparing summaries at
-  the controller would allow).
+- *whole, nodeid order*: a case with a ``consistency`` item one unit per device
+  (as before capture summaries were handed on), in collection order;
+- *whole, longest first*: the same units, longest first;
+- *today*: the scheduler's units (``scheduler.unit_of``: one per (case, capture,
+  device), a consistency item one of its own), longest first. The replay does
+  not hold a consistency item back until its captures ran, as the scheduler does.
 
 No unit can be cut, so the longest unit bounds the wall: ``max(longest, sum / N)``
 is the floor any scheduler meets. ``--overhead`` adds the seconds outside the
@@ -31,17 +30,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_exportcheck.scheduler import compared_units, unit_of
+from pytest_exportcheck.scheduler import unit_of
 
 
-def unit_durations(items: list[dict], *, split: bool) -> dict[str, float]:
-    nodeids = [item["nodeid"] for item in items]
-    compared = frozenset() if split else compared_units(nodeids)
+def unit_durations(items: list[dict], *, whole_cases: bool) -> dict[str, float]:
+    """Seconds per work unit: the scheduler's (``unit_of``), or, with ``whole_cases``, as it
+    was before captures handed their consistency summaries on: every item of a case with a
+    ``consistency`` item on a device, one unit."""
+    compared = {unit_of(i["nodeid"])[0] for i in items if i.get("check") == "consistency"}
     units: dict[str, float] = defaultdict(float)
     for item in items:
-        unit = unit_of(item["nodeid"], compared)[0]
-        if split and item.get("check") == "consistency":
-            unit = item["nodeid"]
+        unit, device = unit_of(item["nodeid"])
+        whole = f"{item['nodeid'].rpartition('::')[0]}::[{device}]"
+        if whole_cases and whole in compared:
+            unit = whole
         units[unit] += float(item.get("duration") or 0.0)
     return dict(units)
 
@@ -66,20 +68,20 @@ def main(argv: list[str] | None = None) -> int:
     overhead = args.overhead
     if overhead is None:
         overhead = max(0.0, float(doc["run"].get("duration") or 0.0) - total)
-    as_is = unit_durations(items, split=False)
-    split = unit_durations(items, split=True)
+    whole = unit_durations(items, whole_cases=True)
+    split = unit_durations(items, whole_cases=False)
     print(f"{len(items)} items, {total:.1f} s of item time; {overhead:.1f} s outside items")
-    print(f"units today: {len(as_is)}, longest {max(as_is.values()):.1f} s:")
-    for unit, seconds in sorted(as_is.items(), key=lambda kv: -kv[1])[:5]:
+    print(f"units with whole compared cases: {len(whole)}, longest {max(whole.values()):.1f} s:")
+    for unit, seconds in sorted(whole.items(), key=lambda kv: -kv[1])[:5]:
         print(f"  {seconds:6.1f} s  {unit}")
-    print(f"units with consistency split: {len(split)}, longest {max(split.values()):.1f} s")
+    print(f"units today (summaries handed on): {len(split)}, longest {max(split.values()):.1f} s")
     serial = total + overhead
-    print("\nworkers  floor   collection order  longest first  split consistency  (x serial)")
+    print("\nworkers  floor   whole, nodeid order  whole, longest first  today  (x serial)")
     for workers in (int(w) for w in args.workers.split(",")):
         floor = max(max(split.values()), total / workers) + overhead
         rows = [
-            replay(list(as_is.values()), workers),
-            replay(sorted(as_is.values(), reverse=True), workers),
+            replay(list(whole.values()), workers),
+            replay(sorted(whole.values(), reverse=True), workers),
             replay(sorted(split.values(), reverse=True), workers),
         ]
         cells = "  ".join(f"{r + overhead:6.1f} s {(r + overhead) / serial:4.2f}" for r in rows)

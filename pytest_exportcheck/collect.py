@@ -335,8 +335,15 @@ class ConsistencyItem(CheckItem):
     def _check(self) -> list[str]:
         from pytest_exportcheck.item_run import compare_captures
 
+        summaries = self._session.summaries  # another worker's captures (xdist), or None
+        handed_on = None
+        if summaries is not None:
+            key = self.subject_key()
+            handed_on = lambda capture: summaries.read((*key, capture))  # noqa: E731
         with self._session.breadcrumb.at(self.check):
-            return compare_captures(self.case, self.device, self._session.source_for(self))
+            return compare_captures(
+                self.case, self.device, self._session.source_for(self), handed_on
+            )
 
 
 class BrokenCaseItem(pytest.Item):

@@ -15,12 +15,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from pytest_exportcheck.spec import Case
 
 # Lets tests (and curious users) pretend a machine has other devices: the list
 # replaces discovery; items for devices this process cannot use then skip.
 SIMULATE_ENV = "EXPORTCHECK_SIMULATE_DEVICES"
 ACCELERATORS = ("cuda", "xpu", "mps")
 KNOWN_KINDS = ("cpu", "meta", *ACCELERATORS)
+WORKER_DEVICES = "exportcheck_devices"  # workerinput key: the controller's discovery
 
 
 class DeviceError(ValueError):
@@ -119,3 +127,31 @@ def free_memory(device: str) -> None:
     empty_cache = getattr(module, "empty_cache", None)
     if empty_cache is not None and kind != "cpu":
         empty_cache()
+
+
+class DeviceSelection:
+    """The devices this run checks, identical on the controller and every worker."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        text = config.getoption("exportcheck_devices") or config.getini("exportcheck_devices")
+        try:
+            self.request = parse_request(text)
+        except DeviceError as exc:
+            raise pytest.UsageError(f"--exportcheck-devices: {exc}") from None
+        workerinput = getattr(config, "workerinput", {})
+        self._handed_down = workerinput.get(WORKER_DEVICES)
+
+    @cached_property
+    def discovered(self) -> list[str]:
+        """What the machine offers: the controller's answer on workers (collections must match)."""
+        if self._handed_down is not None:
+            return parse_request(self._handed_down)
+        return discover()
+
+    @property
+    def needs_discovery(self) -> bool:
+        """Only `all` and bare kinds (`cuda`) need to know the machine (and so torch)."""
+        return any(":" not in e and e not in ("cpu", "meta") for e in self.request)
+
+    def for_case(self, case: Case) -> list[str]:
+        return select(self.request, self.discovered if self.needs_discovery else [], case.devices)

@@ -12,12 +12,15 @@ others point at it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from pytest_exportcheck.stages import StageTimeout, stage
 
 if TYPE_CHECKING:
     from pytest_exportcheck.capture import CaptureRecord
+    from pytest_exportcheck.capture_summaries import LeftOut
+    from pytest_exportcheck.checks.consistency import CaptureSummary
     from pytest_exportcheck.failures import ExportCheckError
     from pytest_exportcheck.spec import Case
     from pytest_exportcheck.spec.case import XfailSpec
@@ -145,36 +148,53 @@ def check_record(case: Case, check: str, record: CaptureRecord) -> list[str]:
         return CHECKS[check](case, record)
 
 
-def compare_captures(case: Case, device: str, source: Source) -> list[str]:
+def compare_captures(
+    case: Case,
+    device: str,
+    source: Source,
+    handed_on: Callable[[str], CaptureSummary | LeftOut | None] | None = None,
+) -> list[str]:
     """The ``consistency`` check: every capture of the case on ``device``, compared.
 
     Captures that failed or that torch lacks are left out, with why (their own
     items report them); with fewer than two left there is nothing to compare.
+    ``handed_on(capture)`` gives the summary another xdist worker wrote of a
+    capture (``capture_summaries.py``); the others are captured here.
     """
     from pytest_exportcheck.capture import unavailable
-    from pytest_exportcheck.checks.consistency import check_consistency
+    from pytest_exportcheck.capture_summaries import LeftOut
+    from pytest_exportcheck.checks.consistency import check_consistency, summarize
     from pytest_exportcheck.crashes import WorkerCrash
     from pytest_exportcheck.failures import CaptureError
 
-    source.subject(device)  # a broken case or eager fails the item itself
-    records: dict[str, CaptureRecord] = {}
+    subject = source.subject(device)  # a broken case or eager fails the item itself
+    made: dict[str, CaptureSummary | CaptureRecord] = {}
     left_out: dict[str, str] = {}
     for name in case.captures:
         reason = unavailable(name)
         if reason is None and case.dynamic is not None:
             reason = dynamic_not_applicable(capture_name=name)
+        summary = handed_on(name) if handed_on is not None and reason is None else None
+        if isinstance(summary, LeftOut):
+            reason = summary.why
         if reason is not None:
             left_out[name] = reason
             continue
         try:
-            records[name] = source.capture(device, name)
+            made[name] = summary or source.capture(device, name)
         except (CaptureError, WorkerCrash) as exc:
             left_out[name] = exc.headline
-    if len(records) < 2:
+    if len(made) < 2:
         why = "; ".join(f"{capture}: {reason}" for capture, reason in left_out.items())
         raise NotRunnable(f"fewer than two captures to compare ({why})")
+    from pytest_exportcheck.checks.consistency import CaptureSummary
+
     with stage("consistency"):
-        return check_consistency(case, records, left_out)
+        summaries = {
+            name: m if isinstance(m, CaptureSummary) else summarize(case, m)
+            for name, m in made.items()
+        }
+        return check_consistency(case, summaries, left_out, subject)
 
 
 def unless_expected(

@@ -1,8 +1,10 @@
 """pytest-xdist scheduling for export checks: one export per worker, GPUs shared up to a cap.
 
 A *work unit* is every item of one (case, capture path, device) — they share
-one export, so they go to one worker together (a case with a ``consistency``
-item compares all its captures: all its items on a device are one unit).
+one export, so they go to one worker together. A case's ``consistency`` item on
+a device is a unit of its own, handed out once its captures' units have run:
+their workers hand it their summaries (``capture_summaries.py``), so one case's
+captures run on as many workers as there are.
 Units on the CPU go to whichever worker asks; a unit on an accelerator goes
 only to one of the workers dealt that accelerator when scheduling starts. How
 many workers share one GPU is its *cap* (``gpu_sharing.py``: derived from free
@@ -48,30 +50,33 @@ def make_scheduler(config: pytest.Config, log: Any) -> DeviceAwareScheduling | N
     return DeviceAwareScheduling(config, log, session.crash_log if session else None)
 
 
-def unit_of(nodeid: str, compared: frozenset[str] = frozenset()) -> tuple[str, str | None]:
+def unit_of(nodeid: str) -> tuple[str, str | None]:
     """``cases/a.yaml::lm::parity[export-cuda:0]`` → (``cases/a.yaml::lm::[export-cuda:0]``,
-    ``cuda:0``); ``cases/a.yaml::lm::[cuda:0]`` if ``compared`` holds that unit, the
-    case and device of a consistency item. Other tests are units of their own."""
+    ``cuda:0``); a consistency item, ``cases/a.yaml::lm::consistency[cuda:0]``, is a unit of
+    its own, ``cases/a.yaml::lm::[cuda:0]``. Other tests are units of their own."""
     head, _, name = nodeid.rpartition("::")
     parsed = split_item_name(name.split("@")[0])
     if not head or parsed is None or parsed[2].split(":")[0] not in KNOWN_KINDS:
         return nodeid, None
-    _, capture, device = parsed
-    whole_case = f"{head}::[{device}]"
-    if whole_case in compared:
-        return whole_case, device
+    check, capture, device = parsed
+    if check == "consistency":
+        return f"{head}::[{device}]", device
     return f"{head}::[{capture}-{device}]", device
 
 
-def compared_units(nodeids: list[str]) -> frozenset[str]:
-    """The (case, device) units that hold a consistency item."""
-    units = set()
-    for nodeid in nodeids:
-        head, _, name = nodeid.rpartition("::")
-        parsed = split_item_name(name.split("@")[0])
-        if head and parsed is not None and parsed[0] == "consistency":
-            units.add(f"{head}::[{parsed[2]}]")
-    return frozenset(units)
+def prerequisites(units: list[str]) -> dict[str, frozenset[str]]:
+    """Each consistency unit → the units of its case's captures on its device, which
+    must finish first: they hand it their summaries (``capture_summaries.py``)."""
+    waiting = {}
+    for unit in units:
+        head, _, bracket = unit.rpartition("::")
+        device = bracket[1:-1]
+        if not bracket.startswith("[") or "-" in device or device.split(":")[0] not in KNOWN_KINDS:
+            continue  # not a consistency unit: "[capture-device]", or another test
+        waiting[unit] = frozenset(
+            u for u in units if u.startswith(f"{head}::[") and u.endswith(f"-{device}]")
+        )
+    return waiting
 
 
 class DeviceAwareScheduling(LoadScopeScheduling):
@@ -83,13 +88,11 @@ class DeviceAwareScheduling(LoadScopeScheduling):
         self.requested = requested_workers_per_gpu(config)
         self.owners: dict[str, list[Any]] = {}
         self.sharing: list[str] = []  # per GPU: how many workers and why, for the summary
-        self._compared: frozenset[str] | None = None
+        self._waiting_for: dict[str, frozenset[str]] | None = None
         self._ordered = False
 
     def _split_scope(self, nodeid: str) -> str:
-        if self._compared is None:
-            self._compared = compared_units(list(self.collection or []))
-        return unit_of(nodeid, self._compared)[0]
+        return unit_of(nodeid)[0]
 
     def schedule(self) -> None:
         if self.collection is None and not self.owners:
@@ -137,10 +140,42 @@ class DeviceAwareScheduling(LoadScopeScheduling):
         self.log("accelerator owners:", {d: ids for d, ids in dealt.items()})
 
     def may_run(self, node: Any, unit: str) -> bool:
+        """Whether ``node`` may take ``unit`` now: it may ever, and its captures handed on."""
+        return self.may_ever_run(node, unit) and self.ready(unit, node)
+
+    def may_ever_run(self, node: Any, unit: str) -> bool:
         device = unit_of(next(iter(self.workqueue[unit])))[1]
         if device is None or not is_accelerator(device) or device not in self.owners:
             return True
         return node in self.owners[device]
+
+    def ready(self, unit: str, node: Any) -> bool:
+        """A consistency unit may go to ``node`` once each of its captures was handed on."""
+        return all(self._handed_on(u, node) for u in (self._waiting_for or {}).get(unit, ()))
+
+    def _handed_on(self, unit: str, node: Any) -> bool:
+        """A capture's summary is written as its first item runs: a unit with an item done
+        has handed it on, and ``node`` finds a unit queued before on itself in its own cache.
+        (A queued unit has not; one no longer anywhere ran, or was deselected.)"""
+        if unit in self.workqueue:
+            return False
+        for worker, work in self.assigned_work.items():
+            if unit in work:
+                return worker is node or any(work[unit].values())
+        return True
+
+    def mark_test_complete(self, node: Any, item_index: int, duration: float = 0) -> None:
+        """As xdist does; and where the item was its unit's first or last, a consistency
+        unit may have become ready for another worker, idle or holding its last item."""
+        super().mark_test_complete(node, item_index, duration)
+        if not self._waiting_for:
+            return
+        unit = self._split_scope(self.registered_collections[node][item_index])
+        done = list(self.assigned_work[node].get(unit, {}).values())
+        if done.count(True) == 1 or all(done):
+            for other in self.nodes:
+                if other is not node:
+                    self._reschedule(other)
 
     def _longest_first(self) -> None:
         """Reorder the queue once, before the first unit is handed out (``unit_durations``)."""
@@ -149,6 +184,7 @@ class DeviceAwareScheduling(LoadScopeScheduling):
         ordered = sorted(self.workqueue.items(), key=lambda kv: -expected[kv[0]])
         self.workqueue.clear()
         self.workqueue.update(ordered)
+        self._waiting_for = prerequisites(list(self.workqueue))
         self._ordered = True
         self.log("longest units first:", [(u, round(expected[u], 1)) for u, _ in ordered[:3]])
 
@@ -156,6 +192,11 @@ class DeviceAwareScheduling(LoadScopeScheduling):
         if not self._ordered:
             self._longest_first()
         unit = next((u for u in self.workqueue if self.may_run(node, u)), None)
+        if unit is None and self._stuck():
+            # Every worker holds at most its last item, which an xdist worker runs only once
+            # it knows the next: nothing will be handed on. A consistency unit goes anyway,
+            # and its item captures what it was not handed.
+            unit = next((u for u in self.workqueue if self.may_ever_run(node, u)), None)
         if unit is None:
             return  # nothing this worker may run now; _reschedule decides on shutdown
         work_unit = self.workqueue.pop(unit)
@@ -164,11 +205,19 @@ class DeviceAwareScheduling(LoadScopeScheduling):
         node.send_runtest_some(
             [collection.index(nodeid) for nodeid, done in work_unit.items() if not done]
         )
+        if not self.workqueue:
+            # Nothing left to hand out: every worker is let go, this one too (it may hold
+            # only this unit's one item, which it runs once it knows no other follows).
+            for each in self.nodes:
+                self._reschedule(each)
+
+    def _stuck(self) -> bool:
+        return all(self._pending_of(work) < 2 for work in self.assigned_work.values())
 
     def _reschedule(self, node: Any) -> None:
         if node.shutting_down:
             return
-        if not any(self.may_run(node, unit) for unit in self.workqueue):
+        if not any(self.may_ever_run(node, unit) for unit in self.workqueue):
             # Ownership is fixed, so nothing will become runnable for this worker later.
             node.shutdown()
             return

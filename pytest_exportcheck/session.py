@@ -16,21 +16,15 @@ import json
 import os
 import sys
 from collections import Counter, OrderedDict
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_exportcheck import option_values
+from pytest_exportcheck.capture_summaries import WORKER_SUMMARIES, SummaryHandoff
 from pytest_exportcheck.crashes import EXIT_SIGNAL, Breadcrumb, CrashLog, exit_signal
-from pytest_exportcheck.devices import (
-    DeviceError,
-    discover,
-    is_accelerator,
-    parse_request,
-    select,
-)
+from pytest_exportcheck.devices import WORKER_DEVICES, DeviceSelection, is_accelerator
 from pytest_exportcheck.item_run import Failed, Source, SourceFor
 from pytest_exportcheck.recording import OBSERVATION, RECORDED_ENTRY
 from pytest_exportcheck.stages import StageTimeout, stage
@@ -39,42 +33,12 @@ from pytest_exportcheck.user_exits import user_exit_error
 if TYPE_CHECKING:
     from pytest_exportcheck.capture import CaptureRecord
     from pytest_exportcheck.collect import CheckItem
-    from pytest_exportcheck.spec import Case
     from pytest_exportcheck.subject import Subject
 
 Key = tuple[str, ...]
-WORKER_DEVICES = "exportcheck_devices"  # workerinput key: the controller's discovery
 WORKER_RECORDINGS = "exportcheck_recordings"  # workeroutput key: observations for the controller
 WORKER_GPU_PEAK = "exportcheck_gpu_peak"  # workeroutput key: the worker's peak GPU memory
 WORKER_CRASHES = "exportcheck_crashes"  # workerinput key: the controller's crash log directory
-
-
-class DeviceSelection:
-    """The devices this run checks, identical on the controller and every worker."""
-
-    def __init__(self, config: pytest.Config) -> None:
-        text = config.getoption("exportcheck_devices") or config.getini("exportcheck_devices")
-        try:
-            self.request = parse_request(text)
-        except DeviceError as exc:
-            raise pytest.UsageError(f"--exportcheck-devices: {exc}") from None
-        workerinput = getattr(config, "workerinput", {})
-        self._handed_down = workerinput.get(WORKER_DEVICES)
-
-    @cached_property
-    def discovered(self) -> list[str]:
-        """What the machine offers: the controller's answer on workers (collections must match)."""
-        if self._handed_down is not None:
-            return parse_request(self._handed_down)
-        return discover()
-
-    @property
-    def needs_discovery(self) -> bool:
-        """Only `all` and bare kinds (`cuda`) need to know the machine (and so torch)."""
-        return any(":" not in e and e not in ("cpu", "meta") for e in self.request)
-
-    def for_case(self, case: Case) -> list[str]:
-        return select(self.request, self.discovered if self.needs_discovery else [], case.devices)
 
 
 class ExportCheckSession:
@@ -116,6 +80,10 @@ class ExportCheckSession:
         self.breadcrumb = Breadcrumb(
             self._crash_log.breadcrumb_path(workerinput["workerid"]) if self._crash_log else None
         )
+        # Captures' consistency summaries between workers (capture_summaries.py): the
+        # controller makes the directory for its workers; one process needs none.
+        handed = workerinput.get(WORKER_SUMMARIES)
+        self.summaries = SummaryHandoff(Path(handed)) if handed else None
 
     def is_case_file(self, path: Path) -> bool:
         """YAML under an ``exportcheck_paths`` directory or a path named on the command line."""
@@ -235,10 +203,12 @@ class ExportCheckSession:
     @pytest.hookimpl(tryfirst=True)  # before the reports: they read the exit status it sets
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         self._session = session
-        if self._crash_log is not None and not hasattr(self.config, "workerinput"):
+        if not hasattr(self.config, "workerinput"):
             import shutil
 
-            shutil.rmtree(self._crash_log.directory, ignore_errors=True)
+            for made in (self._crash_log, self.summaries):
+                if made is not None:
+                    shutil.rmtree(made.directory, ignore_errors=True)
         from pytest_exportcheck.gpu_sharing import PEAK_CACHE_KEY, worker_peak_bytes
 
         workeroutput = getattr(self.config, "workeroutput", None)
@@ -297,8 +267,11 @@ class ExportCheckSession:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
-        """xdist controller: hand every worker the same device list, and the crash log."""
+        """xdist controller: hand every worker the same device list, the crash log and
+        the directory of consistency summaries."""
         node.workerinput[WORKER_CRASHES] = str(self.crash_log.directory)
+        self.summaries = self.summaries or SummaryHandoff.create()
+        node.workerinput[WORKER_SUMMARIES] = str(self.summaries.directory)
         if self.devices.needs_discovery:  # else the controller need not import torch at all
             node.workerinput[WORKER_DEVICES] = ",".join(self.devices.discovered)
 
@@ -329,6 +302,10 @@ class ExportCheckSession:
             except BaseException as exc:
                 cached = Failed(user_exit_error(exc, item.case.location), item.nodeid)
             self._captures[key] = cached
+            if self.summaries is not None and "consistency" in item.case.checks:
+                from pytest_exportcheck.capture_summaries import hand_on
+
+                hand_on(self.summaries, item.case, key, cached)
             while len(self._captures) > self.max_captures:
                 self._captures.popitem(last=False)
         self._captures.move_to_end(key)

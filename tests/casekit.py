@@ -559,6 +559,17 @@ def capture_params(*names: str) -> list[Any]:
     return [pytest.param(n, marks=needs_dynamo) if n == "dynamo" else n for n in names]
 
 
+def load_case(root: Any, text: str) -> Any:
+    """The one case of ``text``, written as ``root/cases.yaml`` beside ``MODELS``."""
+    from pytest_exportcheck.spec import load_case_file
+
+    (root / "models.py").write_text(MODELS)
+    (root / "cases.yaml").write_text(text)
+    (entry,) = load_case_file(root / "cases.yaml")
+    assert entry.case is not None
+    return entry.case
+
+
 def write_cases(pytester: pytest.Pytester, text: str, name: str = "cases/main.yaml") -> None:
     path = pytester.path / name
     path.parent.mkdir(parents=True, exist_ok=True)

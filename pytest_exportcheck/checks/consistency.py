@@ -15,12 +15,19 @@ are ``n/a`` and do not count); the tensor user inputs in order; outputs of one
 call, each compared with the first capture's. A row whose cells differ fails
 the item unless ``expect.consistency.accept`` names it (wildcards allowed);
 an accepted row that no longer differs is reported as a warning.
+
+The table is built from one :class:`CaptureSummary` per capture, which needs
+only that capture (and its subject): under xdist each capture's worker writes
+its summary where it ran, and the consistency item compares the summaries
+(``capture_summaries.py``), so a case's captures need not share one worker.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import warnings
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -34,19 +41,58 @@ from pytest_exportcheck.runs import run_steps
 from pytest_exportcheck.spec import Case
 from pytest_exportcheck.spec.versions import accept_notes
 
+if TYPE_CHECKING:
+    from pytest_exportcheck.subject import Subject
+
 Table = dict[str, dict[str, str]]  # row -> capture -> cell
 NOT_COMPARED = "n/a"
 CELL_WIDTH = 48
 
 
+@dataclass
+class CaptureSummary:
+    """What one capture contributes to the table, computed from that capture alone.
+
+    Picklable (its output is a tree of tensors), so the worker that made the capture
+    can hand it to the worker that runs the consistency item.
+    """
+
+    lifted: dict[str, str]  # row -> this capture's cell
+    mutated: set[str] | str  # the rows it records as mutated, or why it records none
+    user_inputs: list[str]  # the tensor user inputs it takes, in order
+    drops_unread_inputs: bool
+    dynamic: dict[str, str] = field(default_factory=dict)  # row -> cell, declared dims only
+    output: Any = None  # one call's output; ``output_error`` instead when the call raised
+    output_error: str | None = None
+
+
+def summarize(case: Case, record: CaptureRecord) -> CaptureSummary:
+    """One capture's cells and output: all the table needs of it."""
+    output, error = _one_call(case, record)
+    return CaptureSummary(
+        lifted=_lifted(record),
+        mutated=_mutated(record),
+        user_inputs=_user_inputs(record),
+        drops_unread_inputs=record.drops_unread_inputs,
+        dynamic=_dynamic_dims(case, record),
+        output=output,
+        output_error=error,
+    )
+
+
 def consistency_table(case: Case, records: dict[str, CaptureRecord]) -> Table:
     """Every row of the table, differing or not (the scaffold reads it to write accepts)."""
+    return table_of(case, {capture: summarize(case, r) for capture, r in records.items()})
+
+
+def table_of(case: Case, summaries: dict[str, CaptureSummary]) -> Table:
+    """The table, one column per capture in the case's order."""
     table: Table = {}
-    table.update(_lifted(records))
-    table.update(_mutated(records))
-    table.update(_user_inputs(records))
-    table.update(_dynamic_dims(case, records))
-    table.update(_outputs(case, records))
+    table.update(_lifted_rows(summaries))
+    table.update(_mutated_rows(summaries))
+    table.update(_user_input_rows(summaries))
+    table.update(_dynamic_rows(summaries))
+    table.update(_output_rows(case, summaries))
     return table
 
 
@@ -55,9 +101,10 @@ def differing_rows(table: Table) -> list[str]:
 
 
 def check_consistency(
-    case: Case, records: dict[str, CaptureRecord], left_out: dict[str, str]
+    case: Case, summaries: dict[str, CaptureSummary], left_out: dict[str, str], subject: Subject
 ) -> list[str]:
-    table = consistency_table(case, records)
+    """Findings of the consistency item; ``subject`` is the case's eager side on the device."""
+    table = table_of(case, summaries)
     differing = differing_rows(table)
     accepted = {a.row: a for a in case.expect.accepted_differences}
     undeclared = [r for r in differing if not any(fnmatch.fnmatchcase(r, a) for a in accepted)]
@@ -67,7 +114,7 @@ def check_consistency(
             warnings.warn_explicit(
                 ExportCheckWarning(
                     f"{case.at(case.expect.consistency_line)}: accepted difference {pattern!r} "
-                    f"did not occur between {', '.join(records)}: remove it from "
+                    f"did not occur between {', '.join(summaries)}: remove it from "
                     "expect.consistency.accept"
                 ),
                 ExportCheckWarning,
@@ -76,7 +123,6 @@ def check_consistency(
             )
     if not undeclared:
         return []
-    subject = next(iter(records.values())).subject
     known, unexplained = classify(undeclared, table, unread_state(subject))
     header = f"captures disagree on {len(undeclared)} row(s) not in expect.consistency.accept"
     if left_out:
@@ -85,7 +131,7 @@ def check_consistency(
         )
     parts = [header + ":"]
     if unexplained:
-        parts.append(render_table(unexplained, table, list(records)))
+        parts.append(render_table(unexplained, table, list(summaries)))
     if known:
         parts.append("known differences, each with the accept entry that silences it:")
         parts += ["  " + k.render().replace("\n", "\n  ") for k in known]
@@ -105,43 +151,45 @@ def _differs(cells: dict[str, str]) -> bool:
     return len(compared) > 1
 
 
-def _lifted(records: dict[str, CaptureRecord]) -> Table:
-    """Per alias group of eager tensors: the names each capture lifts it under."""
+def _lifted(record: CaptureRecord) -> dict[str, str]:
+    """Per alias group of eager tensors: the names this capture lifts it under."""
+    groups = record.subject.tensor_groups
+    lifted: dict[str, list[str]] = {}
+    for p in record.placeholders:
+        if p.kind not in STATE_KINDS or not p.target or is_traced_constant(p.target):
+            continue
+        key = groups.get(p.target, (p.target,))[0]
+        lifted.setdefault(key, []).append(f"{p.kind} {p.target}")
+    return {f"lifted: {key}": ", ".join(names) for key, names in lifted.items()}
+
+
+def _lifted_rows(summaries: dict[str, CaptureSummary]) -> Table:
     rows: Table = {}
-    for capture, record in records.items():
-        groups = record.subject.tensor_groups
-        lifted: dict[str, list[str]] = {}
-        for p in record.placeholders:
-            if p.kind not in STATE_KINDS or not p.target or is_traced_constant(p.target):
-                continue
-            key = groups.get(p.target, (p.target,))[0]
-            lifted.setdefault(key, []).append(f"{p.kind} {p.target}")
-        for key, names in lifted.items():
-            rows.setdefault(f"lifted: {key}", {})[capture] = ", ".join(names)
+    for capture, summary in summaries.items():
+        for row, cell in summary.lifted.items():
+            rows.setdefault(row, {})[capture] = cell
     for cells in rows.values():
-        for capture in records:
+        for capture in summaries:
             cells.setdefault(capture, "—")
     return dict(sorted(rows.items()))
 
 
-def _mutated(records: dict[str, CaptureRecord]) -> Table:
-    recorded: dict[str, set[str] | str] = {}
-    for capture, record in records.items():
-        try:
-            mutations = record.mutations()
-        except DecompositionError:
-            recorded[capture] = f"{NOT_COMPARED} (run_decompositions raised)"
-            continue
-        if mutations is None:
-            recorded[capture] = f"{NOT_COMPARED} (no records)"
-            continue
-        groups = record.subject.tensor_groups
-        names = {
-            f"mutated: {groups.get(fqn, (fqn,))[0]}"
-            for fqn in mutations.buffers | mutations.parameters
-        }
-        names |= {f"mutated input: {path}" for path in mutations.user_inputs}
-        recorded[capture] = names
+def _mutated(record: CaptureRecord) -> set[str] | str:
+    try:
+        mutations = record.mutations()
+    except DecompositionError:
+        return f"{NOT_COMPARED} (run_decompositions raised)"
+    if mutations is None:
+        return f"{NOT_COMPARED} (no records)"
+    groups = record.subject.tensor_groups
+    names = {
+        f"mutated: {groups.get(fqn, (fqn,))[0]}" for fqn in mutations.buffers | mutations.parameters
+    }
+    return names | {f"mutated input: {path}" for path in mutations.user_inputs}
+
+
+def _mutated_rows(summaries: dict[str, CaptureSummary]) -> Table:
+    recorded = {capture: summary.mutated for capture, summary in summaries.items()}
     rows = sorted({row for names in recorded.values() if isinstance(names, set) for row in names})
     return {
         row: {
@@ -152,75 +200,93 @@ def _mutated(records: dict[str, CaptureRecord]) -> Table:
     }
 
 
-def _user_inputs(records: dict[str, CaptureRecord]) -> Table:
+def _user_inputs(record: CaptureRecord) -> list[str]:
+    tensors = {path for path, v in record.subject.flat_inputs if isinstance(v, torch.Tensor)}
+    return [
+        p.target or f"? ({p.name})"
+        for p in record.placeholders
+        if p.kind == "user_input" and (p.target in tensors or p.target is None)
+    ]
+
+
+def _user_input_rows(summaries: dict[str, CaptureSummary]) -> Table:
     """The tensor user inputs each capture takes, in order. A capture that drops inputs
     forward never reads (Dynamo, which the signature check accepts too) is not a
     disagreement where it takes the others' inputs less some: its cell says which."""
-    taken = {}
-    for capture, record in records.items():
-        tensors = {path for path, v in record.subject.flat_inputs if isinstance(v, torch.Tensor)}
-        taken[capture] = [
-            p.target or f"? ({p.name})"
-            for p in record.placeholders
-            if p.kind == "user_input" and (p.target in tensors or p.target is None)
-        ]
-    full = next(
-        (paths for capture, paths in taken.items() if not records[capture].drops_unread_inputs),
-        None,
-    )
+    full = next((s.user_inputs for s in summaries.values() if not s.drops_unread_inputs), None)
     cells = {}
-    for capture, paths in taken.items():
+    for capture, summary in summaries.items():
+        paths = summary.user_inputs
         text = ", ".join(paths) or "(none)"
         dropped = [p for p in full or [] if p not in paths]
         kept_in_order = [p for p in full or [] if p in paths] == paths
-        if records[capture].drops_unread_inputs and dropped and kept_in_order:
+        if summary.drops_unread_inputs and dropped and kept_in_order:
             text = f"{NOT_COMPARED}: {text or '(none)'}; drops unread {', '.join(dropped)}"
         cells[capture] = text
     return {"user inputs": cells}
 
 
-def _dynamic_dims(case: Case, records: dict[str, CaptureRecord]) -> Table:
-    """Per declared placement: whether each capture keeps the dim symbolic (ranges are the
+def _dynamic_dims(case: Case, record: CaptureRecord) -> dict[str, str]:
+    """Per declared placement: whether this capture keeps the dim symbolic (ranges are the
     shapes check's: Dynamo graphs record none, which is no disagreement)."""
     if case.dynamic is None:
         return {}
+    cells = {}
+    for placement, kept in kept_dims(record, case.dynamic).items():
+        row = f"dynamic: {placement.describe()} ({placement.dim})"
+        cell = {"symbolic": "symbolic", "absent": f"{NOT_COMPARED} (no placeholder)"}
+        cells[row] = cell.get(kept.kind, kept.describe())
+    return cells
+
+
+def _dynamic_rows(summaries: dict[str, CaptureSummary]) -> Table:
     rows: Table = {}
-    for capture, record in records.items():
-        for placement, kept in kept_dims(record, case.dynamic).items():
-            row = f"dynamic: {placement.describe()} ({placement.dim})"
-            cell = {"symbolic": "symbolic", "absent": f"{NOT_COMPARED} (no placeholder)"}
-            rows.setdefault(row, {})[capture] = cell.get(kept.kind, kept.describe())
+    for capture, summary in summaries.items():
+        for row, cell in summary.dynamic.items():
+            rows.setdefault(row, {})[capture] = cell
     return rows
 
 
-def _outputs(case: Case, records: dict[str, CaptureRecord]) -> Table:
-    """One call of each capture's first way of running, against the first capture's."""
+def _one_call(case: Case, record: CaptureRecord) -> tuple[Any, str | None]:
+    """One call of the capture's first way of running: its output, or what it raised."""
+    runnable = record.runnables()[0]
+    try:
+        call, module = runnable.make()
+    except Exception as exc:
+        return None, describe_exception(exc, context=f"{runnable.label} raised")
+    try:
+        subject = record.subject
+        (step,) = run_steps(
+            call, subject.inputs_copy(), steps=1, seed=case.seed, state_of=module,
+            frozen=subject.frozen_values,
+        )  # fmt: skip
+    except Exception as exc:
+        return None, describe_exception(exc, context=f"{runnable.label} raised")
+    finally:
+        # Made again, a runnable is reset to the capture's state as made: under xdist this
+        # call comes first, and a Dynamo graph module runs on the record's own tensors,
+        # which the signature check reads after it.
+        runnable.make()
+    return step.output, None
+
+
+def _output_rows(case: Case, summaries: dict[str, CaptureSummary]) -> Table:
+    """Each capture's output against the first capture's that has one."""
     tolerance = Tolerance.of_case(case)
-    outputs = {}
-    cells = {}
-    for capture, record in records.items():
-        runnable = record.runnables()[0]
-        try:
-            call, module = runnable.make()
-            subject = record.subject
-            (step,) = run_steps(
-                call, subject.inputs_copy(), steps=1, seed=case.seed, state_of=module,
-                frozen=subject.frozen_values,
-            )  # fmt: skip
-        except Exception as exc:
-            cells[capture] = describe_exception(exc, context=f"{runnable.label} raised")
-            continue
-        outputs[capture] = step.output
+    outputs = {c: s.output for c, s in summaries.items() if s.output_error is None}
     reference = next(iter(outputs), None)
-    for capture, output in outputs.items():
-        if capture == reference:
+    cells = {}
+    for capture, summary in summaries.items():
+        if summary.output_error is not None:
+            cells[capture] = summary.output_error
+        elif capture == reference:
             cells[capture] = "reference"
-            continue
-        problems = compare_trees(
-            outputs[reference], output, tolerance=tolerance, names=(reference, capture)
-        )
-        cells[capture] = problems[0] if problems else f"= {reference}"
-    return {"outputs": {capture: cells[capture] for capture in records}}
+        else:
+            problems = compare_trees(
+                outputs[reference], summary.output, tolerance=tolerance, names=(reference, capture)
+            )
+            cells[capture] = problems[0] if problems else f"= {reference}"
+    return {"outputs": cells}
 
 
 def render_table(rows: list[str], table: Table, captures: list[str]) -> str:

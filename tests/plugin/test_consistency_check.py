@@ -222,3 +222,40 @@ def test_an_input_dynamo_drops_because_forward_never_reads_it_is_no_disagreement
         """,
     )
     run_consistency(project).assert_outcomes(passed=1)
+
+
+HANDED_ON = """
+from pathlib import Path
+
+
+def pytest_sessionfinish(session):
+    workerinput = getattr(session.config, "workerinput", None)
+    if workerinput is not None:  # what this worker saw in the handoff directory at its end
+        found = sorted(p.name for p in Path(workerinput["exportcheck_summaries"]).iterdir())
+        Path(session.config.rootpath, "handed-" + workerinput["workerid"]).write_text(
+            "\\n".join(found)
+        )
+"""
+
+
+@needs_dynamo  # the table shows how torch 2.13's three paths lift a tie
+def test_captures_run_on_any_worker_and_the_table_is_the_same(
+    project: pytest.Pytester, dist: list[str]
+) -> None:
+    """Under xdist each capture is a unit of its own; its worker hands the consistency
+    item a summary, and the failure reads exactly as in one process."""
+    write_cases(project, TIED.format(extra=""))
+    (project.path / "conftest.py").write_text(HANDED_ON)
+    result = project.runpytest("--exportcheck", *dist)
+    assert result.parseoutcomes()["failed"] == 1
+    result.stdout.fnmatch_lines(
+        [
+            "*captures disagree on 1 row(s) not in expect.consistency.accept:",
+            "  row *export *export-strict *dynamo",
+            "  lifted: emb.weight  parameter emb.weight, parameter head.weight  "
+            "parameter emb.weight  parameter emb.weight",
+        ]
+    )
+    if "-n" in dist:  # every capture handed its summary on, one file each
+        seen = {line for f in project.path.glob("handed-*") for line in f.read_text().split()}
+        assert len(seen) == 3

@@ -5,18 +5,16 @@ path maps it by identity to ``default:<parameter>``, which the signature check v
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import pytest
 import torch
-from casekit import MODELS
+from casekit import load_case
 
 from pytest_exportcheck.capture import capture
 from pytest_exportcheck.capture.record import CaptureRecord, tensor_at
 from pytest_exportcheck.checks.signature import check_signature
 from pytest_exportcheck.compat import dynamo_graph_capture, satisfies
 from pytest_exportcheck.forward_defaults import forward_defaults
-from pytest_exportcheck.spec import load_case_file
 from pytest_exportcheck.subject import Subject
 
 CASE = """
@@ -37,12 +35,7 @@ PATHS = [
 
 @pytest.fixture(scope="module")
 def subject(tmp_path_factory: pytest.TempPathFactory) -> Subject:
-    root: Path = tmp_path_factory.mktemp("defaults")
-    (root / "models.py").write_text(MODELS)
-    (root / "cases.yaml").write_text(CASE)
-    (entry,) = load_case_file(root / "cases.yaml")
-    assert entry.case is not None
-    return Subject(entry.case, "cpu")
+    return Subject(load_case(tmp_path_factory.mktemp("defaults"), CASE), "cpu")
 
 
 def the_default(record: CaptureRecord) -> list[tuple[str, str | None]]:

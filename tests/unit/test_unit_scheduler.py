@@ -1,4 +1,5 @@
-"""The xdist scheduler: a unit per (case, capture, device); GPUs shared up to their cap."""
+"""The xdist scheduler: a unit per (case, capture, device), a consistency item's after its
+captures' units; GPUs shared up to their cap."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ import pytest
 
 from pytest_exportcheck.crashes import Breadcrumb, CrashLog
 from pytest_exportcheck.gpu_sharing import PEAK_CACHE_KEY, SIMULATE_FREE_ENV
-from pytest_exportcheck.scheduler import DeviceAwareScheduling, compared_units, unit_of
+from pytest_exportcheck.scheduler import DeviceAwareScheduling, prerequisites, unit_of
 from pytest_exportcheck.unit_durations import CACHE_KEY as DURATIONS_KEY
 from pytest_exportcheck.unit_durations import UNKNOWN_SECONDS, Estimates
 
 CHECKS = ("signature", "hierarchy", "mutation", "parity")
+CAPTURES = ("export", "export-strict", "dynamo")
 
 
 def nodeids(case: str, device: str) -> list[str]:
@@ -33,19 +35,24 @@ COLLECTION = [
 
 
 class FakeWorker:
-    def __init__(self, name: str) -> None:
+    def __init__(
+        self, name: str, collection: list[str] = COLLECTION, events: list | None = None
+    ) -> None:
         self.gateway = SimpleNamespace(id=name)
+        self.collection = collection
+        self.events = [] if events is None else events  # ("sent" | "done", nodeid), in order
         self.sent: list[int] = []
         self.shutting_down = False
 
     def send_runtest_some(self, indices: list[int]) -> None:
         self.sent += indices
+        self.events += [("sent", self.collection[i]) for i in indices]
 
     def shutdown(self) -> None:
         self.shutting_down = True
 
     def ran(self) -> list[str]:
-        return [COLLECTION[i] for i in self.sent]
+        return [self.collection[i] for i in self.sent]
 
 
 class FakeConfig:
@@ -78,29 +85,41 @@ class FakeConfig:
         return self.ini[name]
 
 
-def scheduled(workers: int, **config: object) -> tuple[DeviceAwareScheduling, list[FakeWorker]]:
+def scheduled(
+    workers: int, collection: list[str] = COLLECTION, **config: object
+) -> tuple[DeviceAwareScheduling, list[FakeWorker]]:
     scheduler = DeviceAwareScheduling(FakeConfig(workers, **config))  # type: ignore[arg-type]
-    nodes = [FakeWorker(f"gw{i}") for i in range(workers)]
+    events: list = []
+    nodes = [FakeWorker(f"gw{i}", collection, events) for i in range(workers)]
     for node in nodes:
         scheduler.add_node(node)
     for node in nodes:
-        scheduler.add_node_collection(node, COLLECTION)
+        scheduler.add_node_collection(node, collection)
     scheduler.schedule()
     return scheduler, nodes
 
 
-def run_to_completion(workers: int, **config: object) -> list[FakeWorker]:
-    """Schedule COLLECTION over fake workers, completing sent items until none are left."""
-    scheduler, nodes = scheduled(workers, **config)
+def run_to_completion(
+    workers: int, collection: list[str] = COLLECTION, **config: object
+) -> list[FakeWorker]:
+    """Schedule ``collection`` over fake workers, each completing one sent item per round
+    (as workers running at the same pace would), until none are left. As an xdist worker,
+    one runs its last item only once it knows the next, or is shut down."""
+    scheduler, nodes = scheduled(workers, collection, **config)
     done: dict[FakeWorker, int] = dict.fromkeys(nodes, 0)
-    while scheduler.has_pending:
+    while scheduler.has_pending or any(done[n] < len(n.sent) for n in nodes):
         progressed = False
         for node in nodes:
-            while done[node] < len(node.sent):
+            if done[node] + 1 < len(node.sent) or (
+                node.shutting_down and done[node] < len(node.sent)
+            ):
+                nodeid = node.collection[node.sent[done[node]]]
+                node.events.append(("done", nodeid))
                 scheduler.mark_test_complete(node, node.sent[done[node]])
                 done[node] += 1
                 progressed = True
         assert progressed, "scheduler stalled with pending work"
+    assert all(node.shutting_down for node in nodes), "a worker was never let go"
     return nodes
 
 
@@ -209,18 +228,69 @@ def test_unknown_free_memory_means_one_worker(monkeypatch: pytest.MonkeyPatch) -
     assert "free memory of cuda:1 unknown: one worker at a time" in scheduler.sharing[1]
 
 
-def test_a_case_compared_across_captures_is_one_unit_per_device() -> None:
-    collection = [
-        "cases/a.yaml::lm::parity[export-cpu]",
-        "cases/a.yaml::lm::parity[dynamo-cpu]",
-        "cases/a.yaml::lm::consistency[cpu]",
-        "cases/a.yaml::mlp::parity[export-cpu]",
-    ]
-    compared = compared_units(collection)
-    assert compared == {"cases/a.yaml::lm::[cpu]"}
-    units = {unit_of(nodeid, compared)[0] for nodeid in collection}
-    # lm's captures meet in its consistency item; mlp keeps one unit per capture.
-    assert units == {"cases/a.yaml::lm::[cpu]", "cases/a.yaml::mlp::[export-cpu]"}
+COMPARED = [
+    *(f"cases/a.yaml::lm::{check}[{capture}-cpu]" for capture in CAPTURES for check in CHECKS),
+    "cases/a.yaml::lm::consistency[cpu]",
+    *nodeids("mlp", "cpu"),
+    *nodeids("b", "cpu"),
+    *(f"cases/a.yaml::gru::{check}[{capture}-cpu]" for capture in CAPTURES for check in CHECKS),
+    "cases/a.yaml::gru::consistency[cpu]",
+]
+
+
+def test_a_consistency_item_is_a_unit_of_its_own_waiting_for_its_captures() -> None:
+    units = list(dict.fromkeys(unit_of(nodeid)[0] for nodeid in COMPARED))
+    assert unit_of("cases/a.yaml::lm::consistency[cuda:0]") == (
+        "cases/a.yaml::lm::[cuda:0]",
+        "cuda:0",
+    )
+    assert prerequisites(units) == {
+        "cases/a.yaml::lm::[cpu]": {f"cases/a.yaml::lm::[{c}-cpu]" for c in CAPTURES},
+        "cases/a.yaml::gru::[cpu]": {f"cases/a.yaml::gru::[{c}-cpu]" for c in CAPTURES},
+    }
+
+
+def handed_on_before_sent(nodes: list[FakeWorker], collection: list[str]) -> None:
+    """Each capture of a compared case had an item done before its consistency item was
+    sent (its summary was written), or ran on the consistency item's own worker."""
+    events = nodes[0].events
+    worker_of = {n: node.gateway.id for node in nodes for n in node.ran()}
+    for item in (n for n in collection if "consistency[" in n):
+        sent = events.index(("sent", item))
+        head = item.rpartition("::")[0]
+        for unit in {unit_of(n)[0] for n in collection if n.startswith(head) and n != item}:
+            items = [n for n in collection if unit_of(n)[0] == unit]
+            first_done = min(events.index(("done", n)) for n in items)
+            assert first_done < sent or worker_of[items[0]] == worker_of[item], (unit, item)
+
+
+@pytest.mark.parametrize("workers", [1, 2, 4, 6, 12])
+def test_a_consistency_item_is_sent_once_its_captures_handed_on(workers: int) -> None:
+    nodes = run_to_completion(workers, COMPARED)
+    assert sorted(n for node in nodes for n in node.ran()) == sorted(COMPARED)
+    handed_on_before_sent(nodes, COMPARED)
+
+
+ONE_ITEM_UNITS = [
+    *(f"cases/a.yaml::lm::parity[{capture}-cpu]" for capture in CAPTURES),
+    "cases/a.yaml::lm::consistency[cpu]",
+]
+
+
+@pytest.mark.parametrize("workers", [2, 3, 4, 8])
+def test_workers_holding_their_last_item_do_not_wait_for_each_other(workers: int) -> None:
+    """A unit of one item runs only once its worker gets more work: the consistency unit
+    then goes to one of them rather than wait for summaries nobody will write."""
+    nodes = run_to_completion(workers, ONE_ITEM_UNITS)
+    assert sorted(n for node in nodes for n in node.ran()) == sorted(ONE_ITEM_UNITS)
+
+
+def test_one_case_s_captures_run_on_several_workers() -> None:
+    nodes = run_to_completion(4, COMPARED)
+    workers_of_lm = {
+        node.gateway.id for node in nodes for n in node.ran() if "::lm::" in n and "[" in n
+    }
+    assert len(workers_of_lm) >= 3
 
 
 def test_the_item_a_worker_died_on_is_not_handed_out_again(tmp_path: Path) -> None:
