@@ -11,7 +11,8 @@ many workers share one GPU is its *cap* (``gpu_sharing.py``: derived from free
 memory by default, ``--exportcheck-gpu-workers N`` to set it, ``1`` for one
 worker per GPU). Owners change only when one dies: a survivor takes its place.
 Units are handed out longest first, by the durations the last run kept in
-pytest's cache (``unit_durations.py``).
+pytest's cache (``unit_durations.py``), except that a worker takes another unit
+of a case it already holds first (it has built that case's model and eager runs).
 
 Builds on xdist's ``LoadScopeScheduling``: it already schedules units; this
 class says what a unit is (``_split_scope``) and which worker may take it
@@ -64,6 +65,13 @@ def unit_of(nodeid: str) -> tuple[str, str | None]:
     return f"{head}::[{capture}-{device}]", device
 
 
+def case_of(unit: str) -> str:
+    """``cases/a.yaml::lm::[export-cuda:0]`` and ``cases/a.yaml::lm::[cuda:0]`` →
+    ``cases/a.yaml::lm::cuda:0``: the case and device whose subject a worker builds."""
+    head, _, bracket = unit.rpartition("::")
+    return f"{head}::{bracket[1:-1].rpartition('-')[2]}" if bracket.startswith("[") else unit
+
+
 def prerequisites(units: list[str]) -> dict[str, frozenset[str]]:
     """Each consistency unit → the units of its case's captures on its device, which
     must finish first: they hand it their summaries (``capture_summaries.py``)."""
@@ -89,6 +97,7 @@ class DeviceAwareScheduling(LoadScopeScheduling):
         self.owners: dict[str, list[Any]] = {}
         self.sharing: list[str] = []  # per GPU: how many workers and why, for the summary
         self._waiting_for: dict[str, frozenset[str]] | None = None
+        self._cases: dict[Any, set[str]] = {}  # per worker: the (case, device) of its units
         self._ordered = False
 
     def _split_scope(self, nodeid: str) -> str:
@@ -191,7 +200,12 @@ class DeviceAwareScheduling(LoadScopeScheduling):
     def _assign_work_unit(self, node: Any) -> None:
         if not self._ordered:
             self._longest_first()
-        unit = next((u for u in self.workqueue if self.may_run(node, u)), None)
+        runnable = [u for u in self.workqueue if self.may_run(node, u)]
+        # Another unit of a case this worker already holds goes first: the worker built that
+        # case's model and eager runs, and keeps them (2 workers on the bundled corpus spent
+        # 175 s of item time, against 151 s serially, where each unit went by length alone).
+        held = self._cases.get(node, set())
+        unit = next((u for u in runnable if case_of(u) in held), runnable[0] if runnable else None)
         if unit is None and self._stuck():
             # Every worker holds at most its last item, which an xdist worker runs only once
             # it knows the next: nothing will be handed on. A consistency unit goes anyway,
@@ -201,6 +215,7 @@ class DeviceAwareScheduling(LoadScopeScheduling):
             return  # nothing this worker may run now; _reschedule decides on shutdown
         work_unit = self.workqueue.pop(unit)
         self.assigned_work.setdefault(node, {})[unit] = work_unit
+        self._cases.setdefault(node, set()).add(case_of(unit))
         collection = self.registered_collections[node]
         node.send_runtest_some(
             [collection.index(nodeid) for nodeid, done in work_unit.items() if not done]

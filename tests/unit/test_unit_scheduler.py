@@ -349,3 +349,20 @@ def test_an_item_the_cache_does_not_know_counts_as_the_median_of_its_check() -> 
     assert estimates.item("cases/a.yaml::new::mutation[export-cpu]") == 2.0  # all items' median
     assert estimates.item("cases/a.yaml::a::parity[export-cpu]") == 1.0
     assert Estimates({}).item("cases/a.yaml::new::parity[export-cpu]") == UNKNOWN_SECONDS
+
+
+def test_a_worker_takes_more_of_a_case_it_holds_before_the_next_longest() -> None:
+    """It built that case's model and eager runs already: another capture of it costs less
+    there than anywhere else."""
+    a_export, a_strict = (
+        nodeids("a", "cpu"),
+        [n.replace("export", "export-strict") for n in nodeids("a", "cpu")],
+    )
+    collection = [*a_export, *a_strict, *nodeids("b", "cpu"), *nodeids("c", "cpu")]
+    durations = (
+        dict.fromkeys(a_export, 5.0) | dict.fromkeys(a_strict, 1.0)
+        | dict.fromkeys(nodeids("b", "cpu"), 4.0) | dict.fromkeys(nodeids("c", "cpu"), 3.0)
+    )  # fmt: skip
+    nodes = run_to_completion(2, collection, durations=durations)
+    (holder,) = [node for node in nodes if a_export[0] in node.ran()]
+    assert set(a_strict) <= set(holder.ran())
