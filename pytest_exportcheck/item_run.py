@@ -163,7 +163,11 @@ def compare_captures(
     """
     from pytest_exportcheck.capture import unavailable
     from pytest_exportcheck.capture_summaries import LeftOut
-    from pytest_exportcheck.checks.consistency import check_consistency, summarize
+    from pytest_exportcheck.checks.consistency import (
+        CaptureSummary,
+        check_consistency,
+        summarize,
+    )
     from pytest_exportcheck.crashes import WorkerCrash
     from pytest_exportcheck.failures import CaptureError
 
@@ -187,8 +191,6 @@ def compare_captures(
     if len(made) < 2:
         why = "; ".join(f"{capture}: {reason}" for capture, reason in left_out.items())
         raise NotRunnable(f"fewer than two captures to compare ({why})")
-    from pytest_exportcheck.checks.consistency import CaptureSummary
-
     with stage("consistency"):
         summaries = {
             name: m if isinstance(m, CaptureSummary) else summarize(case, m)

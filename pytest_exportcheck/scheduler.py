@@ -74,16 +74,17 @@ def case_of(unit: str) -> str:
 
 def prerequisites(units: list[str]) -> dict[str, frozenset[str]]:
     """Each consistency unit → the units of its case's captures on its device, which
-    must finish first: they hand it their summaries (``capture_summaries.py``)."""
+    hand it their summaries (``capture_summaries.py``)."""
+    by_case: dict[str, set[str]] = {}
+    for unit in units:
+        by_case.setdefault(case_of(unit), set()).add(unit)
     waiting = {}
     for unit in units:
-        head, _, bracket = unit.rpartition("::")
+        bracket = unit.rpartition("::")[2]
         device = bracket[1:-1]
         if not bracket.startswith("[") or "-" in device or device.split(":")[0] not in KNOWN_KINDS:
             continue  # not a consistency unit: "[capture-device]", or another test
-        waiting[unit] = frozenset(
-            u for u in units if u.startswith(f"{head}::[") and u.endswith(f"-{device}]")
-        )
+        waiting[unit] = frozenset(by_case[case_of(unit)] - {unit})
     return waiting
 
 
