@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The GPU machine's record in one call (DEVELOPERS.md): the scaling curve of the
+# bundled corpus on CPU (serial, then -n 14, 8, 4, 2), the corpus on every device
+# under -n 14, then the project's tests under -n 14, each step only while the
+# budget leaves room for it. Everything lands in OUTDIR/device.tgz plus
+# OUTDIR/walls.txt (the device tool returns at most 8 files).
+#
+#   bash benchmarks/device_run.sh "$OUT" 540
+#
+# The serial run goes first and fills pytest's cache with item durations, so the
+# parallel runs schedule longest first as a CI job with a restored cache would.
+# CORPUS_PATHS narrows the corpus (a smoke run of this script: cases/basics.yaml).
+set -u
+out=${1:?usage: device_run.sh OUTDIR [BUDGET_SECONDS]}
+budget=${2:-540}
+t0=$(date +%s)
+work=$(mktemp -d)
+left() { echo $((budget - ($(date +%s) - t0))); }
+
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl || exit
+export PYTHONPATH=/tmp/site
+python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . >/dev/null || exit
+rm -rf .pytest_cache
+{
+    echo "date $(date -u +%FT%TZ)"
+    echo "cores $(nproc)"
+    python3 - <<'EOF'
+import importlib.metadata as md, platform, torch
+print("python", platform.python_version())
+print("torch", torch.__version__, "cuda", torch.version.cuda)
+print("gpus", [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())])
+for name in ("transformers", "pytest", "pytest-xdist"):
+    try:
+        print(name, md.version(name))
+    except md.PackageNotFoundError:
+        print(name, "absent")
+EOF
+} >"$out/walls.txt" 2>&1
+
+# step NAME SECONDS_NEEDED COMMAND...: run it if the budget leaves SECONDS_NEEDED.
+step() {
+    local name=$1 need=$2
+    shift 2
+    if [ "$(left)" -lt "$need" ]; then
+        echo "$name: skipped, $(left) s left" >>"$out/walls.txt"
+        return
+    fi
+    local start end rc
+    start=$(date +%s.%N)
+    timeout "$(($(left) - 10))" "$@" >"$work/$name.log" 2>&1
+    rc=$?
+    end=$(date +%s.%N)
+    printf '%s: rc %s, wall %.1f s, %s\n' "$name" "$rc" "$(awk "BEGIN {print $end - $start}")" \
+        "$(tail -1 "$work/$name.log")" >>"$out/walls.txt"
+}
+
+corpus() {  # corpus NAME WORKERS [more pytest args]
+    local name=$1 n=$2
+    shift 2
+    mkdir -p "$work/timeline-$name"
+    EXPORTCHECK_TIMELINE="$work/timeline-$name" PYTHONPATH="/tmp/site:benchmarks" \
+        python3 -m pytest -q -p no:hypothesispytest -p timeline --exportcheck -n "$n" \
+        --exportcheck-report="$work/$name.json" "$@" ${CORPUS_PATHS:-}
+}
+
+export -f corpus
+export work
+step serial 200 bash -c 'corpus "$@"' corpus serial 0 --exportcheck-devices cpu
+step n14 60 bash -c 'corpus "$@"' corpus n14 14 --exportcheck-devices cpu
+step n8 60 bash -c 'corpus "$@"' corpus n8 8 --exportcheck-devices cpu
+step n4 80 bash -c 'corpus "$@"' corpus n4 4 --exportcheck-devices cpu
+step gpu 90 bash -c 'corpus "$@"' corpus gpu 14 --exportcheck-devices all
+step tests 60 python3 -m pytest tests -n 14 -q -p no:cacheprovider
+step n2 110 bash -c 'corpus "$@"' corpus n2 2 --exportcheck-devices cpu
+
+cp .pytest_cache/v/exportcheck/durations "$work/durations.json" 2>/dev/null
+tar czf "$out/device.tgz" -C "$work" .
+echo "total $(($(date +%s) - t0)) s" >>"$out/walls.txt"
