@@ -91,7 +91,7 @@ class SummaryHandoff:
             with open(self.path(key), "rb") as handle:
                 # Written by this run's own workers into a directory this run made.
                 entry = torch.load(handle, weights_only=False, map_location=None)
-        except Exception:  # absent, half a file from a dead worker, a class that moved
+        except Exception:  # absent, unreadable, or a class this process cannot import
             return None
         if not isinstance(entry, dict) or entry.get("key") != list(key):
             return None
