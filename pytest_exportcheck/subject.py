@@ -224,6 +224,22 @@ class Subject:
         with seeded(seed), torch.enable_grad():
             return model(*args, **kwargs)
 
+    def run(
+        self,
+        call: Any,
+        inputs: tuple[tuple[Any, ...], dict[str, Any]],
+        *,
+        steps: int,
+        state_of: torch.nn.Module | None = None,
+        eager: bool = False,
+    ) -> list[Step]:
+        """``runs.run_steps`` under this case's seed, sharing the model's values as built
+        (``frozen_values``): how every check runs eager or a capture on this subject."""
+        return run_steps(
+            call, inputs, steps=steps, seed=self.case.seed, eager=eager, state_of=state_of,
+            frozen=self.frozen_values,
+        )  # fmt: skip
+
     def eager_steps(self, steps: int) -> list[Step]:
         """Eager over ``steps`` seeded calls from a fresh copy, shared by every check and capture.
 
@@ -232,10 +248,9 @@ class Subject:
         seeded one by one, so a shorter run is a prefix of a longer one.
         """
         if len(self._eager_steps) < steps:
-            self._eager_steps = run_steps(
-                self.model_copy(), self.inputs_copy(), steps=steps, seed=self.case.seed,
-                eager=True, frozen=self.frozen_values,
-            )  # fmt: skip
+            self._eager_steps = self.run(
+                self.model_copy(), self.inputs_copy(), steps=steps, eager=True
+            )
         return self._eager_steps[:steps]
 
     def fp64_step(self, index: int, steps: int) -> Step | None:

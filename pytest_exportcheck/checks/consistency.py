@@ -37,7 +37,6 @@ from pytest_exportcheck.checks.differences import classify, unread_state
 from pytest_exportcheck.checks.signature import is_traced_constant
 from pytest_exportcheck.compare_values import Tolerance, compare_trees
 from pytest_exportcheck.failures import ExportCheckWarning, describe_exception
-from pytest_exportcheck.runs import run_steps
 from pytest_exportcheck.spec import Case
 from pytest_exportcheck.spec.versions import accept_notes
 
@@ -256,10 +255,7 @@ def _one_call(case: Case, record: CaptureRecord) -> tuple[Any, str | None]:
         return None, describe_exception(exc, context=f"{runnable.label} raised")
     try:
         subject = record.subject
-        (step,) = run_steps(
-            call, subject.inputs_copy(), steps=1, seed=case.seed, state_of=module,
-            frozen=subject.frozen_values,
-        )  # fmt: skip
+        (step,) = subject.run(call, subject.inputs_copy(), steps=1, state_of=module)
     except Exception as exc:
         return None, describe_exception(exc, context=f"{runnable.label} raised")
     finally:

@@ -35,7 +35,6 @@ from pytest_exportcheck.checks.steps import fp64_output
 from pytest_exportcheck.checks.submodules import check_submodules_alone
 from pytest_exportcheck.compare_values import EXACT, Tolerance, compare_trees
 from pytest_exportcheck.failures import ExportCheckWarning, Note, describe_exception
-from pytest_exportcheck.runs import run_steps
 from pytest_exportcheck.spec import Case
 
 
@@ -182,9 +181,7 @@ def _outputs(case: Case, record: ProgramRecord, unflat: torch.nn.Module) -> list
     tolerance = Tolerance.of_case(case)
     try:
         subject = record.subject
-        (step,) = run_steps(
-            unflat, subject.inputs_copy(), steps=1, seed=case.seed, frozen=subject.frozen_values
-        )
+        (step,) = subject.run(unflat, subject.inputs_copy(), steps=1)
     except Exception as exc:
         return [describe_exception(exc, context="calling the unflattened module raised")]
     return compare_trees(

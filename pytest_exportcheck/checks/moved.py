@@ -13,7 +13,6 @@ from pytest_exportcheck.capture.record import CaptureRecord
 from pytest_exportcheck.checks.steps import compare_step, lifted_state
 from pytest_exportcheck.compare_values import Tolerance
 from pytest_exportcheck.failures import describe_exception
-from pytest_exportcheck.runs import run_steps
 from pytest_exportcheck.spec import Case
 
 
@@ -27,10 +26,7 @@ def check_moved(case: Case, record: CaptureRecord) -> list[str]:
     label = f"moved to {record.device}"
     try:
         eager_steps = subject.eager_steps(steps)
-        moved_steps = run_steps(
-            record.fresh_module(), inputs, steps=steps, seed=case.seed,
-            frozen=subject.frozen_values,
-        )  # fmt: skip
+        moved_steps = subject.run(record.fresh_module(), inputs, steps=steps)
     except Exception as exc:
         return [describe_exception(exc, context=f"running the program {label} raised")]
     lifted = lifted_state(record)

@@ -29,7 +29,6 @@ from pytest_exportcheck.checks.steps import compare_step, lifted_state
 from pytest_exportcheck.compare_values import Tolerance
 from pytest_exportcheck.failures import Note, describe_exception
 from pytest_exportcheck.isolation import module_state
-from pytest_exportcheck.runs import run_steps
 from pytest_exportcheck.spec import Case
 
 
@@ -146,10 +145,7 @@ def _stepped_runs(case: Case, record: CaptureRecord) -> list[str]:
         label = runnable.label
         try:
             call, module = runnable.make()
-            runs = run_steps(
-                call, inputs, steps=steps, seed=case.seed, state_of=module,
-                frozen=subject.frozen_values,
-            )  # fmt: skip
+            runs = subject.run(call, inputs, steps=steps, state_of=module)
         except Exception as exc:
             findings.append(describe_exception(exc, context=f"running {label} raised"))
             continue

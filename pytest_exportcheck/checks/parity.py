@@ -36,7 +36,6 @@ from pytest_exportcheck.checks.steps import fp64_output
 from pytest_exportcheck.compare_values import Tolerance, compare_trees
 from pytest_exportcheck.failures import Note, describe_exception
 from pytest_exportcheck.isolation import seed_everything
-from pytest_exportcheck.runs import run_steps
 from pytest_exportcheck.spec import Case
 
 
@@ -57,10 +56,7 @@ def check_parity(case: Case, record: CaptureRecord) -> list[str]:
         label = runnable.label
         try:
             call, module = runnable.make()
-            runs = run_steps(
-                call, inputs, steps=steps, seed=case.seed, state_of=module,
-                frozen=subject.frozen_values,
-            )  # fmt: skip
+            runs = subject.run(call, inputs, steps=steps, state_of=module)
         except Exception as exc:
             findings.append(describe_exception(exc, context=f"{label} raised"))
             continue

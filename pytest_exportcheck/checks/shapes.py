@@ -35,7 +35,6 @@ from pytest_exportcheck.checks.steps import compare_step, lifted_state
 from pytest_exportcheck.compare_values import Tolerance, compare_trees
 from pytest_exportcheck.failures import Note, exception_text
 from pytest_exportcheck.isolation import clone_tree, flat_inputs, seeded, to_device
-from pytest_exportcheck.runs import run_steps
 from pytest_exportcheck.spec import Case
 from pytest_exportcheck.spec.dynamic import MARKERS, DynamicSpec, resized_inputs, tensor_paths
 
@@ -224,10 +223,9 @@ def stepped_at_another_size(case: Case, record: CaptureRecord, spec: DynamicSpec
         return []  # across_sizes says so
     tolerance = Tolerance.of_case(case)
     try:
-        eager_steps = run_steps(
-            record.subject.model_copy(), inputs, steps=steps, seed=case.seed, eager=True,
-            frozen=record.subject.frozen_values,
-        )  # fmt: skip
+        eager_steps = record.subject.run(
+            record.subject.model_copy(), inputs, steps=steps, eager=True
+        )
     except Exception:
         return []  # eager refuses this size: across_sizes says so
     lifted = lifted_state(record)
@@ -237,10 +235,7 @@ def stepped_at_another_size(case: Case, record: CaptureRecord, spec: DynamicSpec
             continue
         try:
             call, module = runnable.make()
-            runs = run_steps(
-                call, inputs, steps=steps, seed=case.seed, state_of=module,
-                frozen=record.subject.frozen_values,
-            )  # fmt: skip
+            runs = record.subject.run(call, inputs, steps=steps, state_of=module)
         except Exception:
             continue  # a refused size is across_sizes' finding
         for index, (want, got) in enumerate(zip(eager_steps, runs, strict=True), start=1):
