@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from pytest_exportcheck.capture.cia_overrides import replaying_cia_overrides
 from pytest_exportcheck.capture.dynamic_shapes import (
     declared_dynamic_shapes,
     dynamic_capture_error,
@@ -167,9 +168,12 @@ class ProgramRecord(CaptureRecord):
 
         The copy holds the program's own tensors: decomposition traces with fake
         tensors and writes none (``test_unit_program_copies.py``, on every tox env).
+        What torch derives alike for every program is derived once per process: the
+        table of CompositeImplicitAutograd ops (``operator_table.py``) and the
+        kernels it overrides them with (``cia_overrides.py``).
         """
         try:
-            with quiet_torch_internals(), reusing_cia_ops():
+            with quiet_torch_internals(), reusing_cia_ops(), replaying_cia_overrides():
                 return self.copies.reading(self.program).run_decompositions()
         except Exception as exc:
             raise DecompositionError(

@@ -20,11 +20,13 @@ at import) after the first decomposition of the process.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 import torch
+
+from pytest_exportcheck.capture.torch_substitutes import substituted
 
 # The modules that call it, by the name they imported it under (2.6-2.14 alike).
 _CALLERS = ("torch.export.exported_program", "torch.export.decomp_utils")
@@ -59,26 +61,6 @@ def _reused(collect: Callable[[], set[Any]]) -> Callable[[], set[Any]]:
     return collect_once
 
 
-@contextmanager
-def reusing_cia_ops() -> Iterator[None]:
+def reusing_cia_ops() -> AbstractContextManager[None]:
     """Within the block, torch's export modules get the table derived once."""
-    import importlib
-
-    modules = []
-    for name in _CALLERS:
-        try:
-            module = importlib.import_module(name)
-        except ImportError:
-            continue
-        original = getattr(module, _NAME, None)
-        if callable(original) and not hasattr(original, "__wrapped_by_exportcheck__"):
-            modules.append((module, original))
-    for module, original in modules:
-        reused = _reused(original)
-        reused.__wrapped_by_exportcheck__ = True  # type: ignore[attr-defined]
-        setattr(module, _NAME, reused)
-    try:
-        yield
-    finally:
-        for module, original in modules:
-            setattr(module, _NAME, original)
+    return substituted(_CALLERS, _NAME, _reused)
