@@ -222,3 +222,33 @@ def test_seeded_gives_the_callers_rng_state_back():
     assert (torch.rand(1).item(), random.random(), numpy.random.rand()) == expected
     with seeded(0):
         assert torch.rand(1).item() == inside
+
+
+def test_seed_torch_gives_the_stream_torch_manual_seed_gives():
+    from pytest_exportcheck.isolation import seed_torch
+
+    torch.manual_seed(7)
+    expected = torch.rand(4)
+    seed_torch(7)
+    assert torch.equal(torch.rand(4), expected)
+
+
+def test_seed_torch_leaves_seeding_to_torch_where_an_accelerator_is_available(monkeypatch):
+    from pytest_exportcheck import isolation
+
+    calls = []
+    monkeypatch.setattr(isolation, "_accelerator_available", lambda: True)
+    monkeypatch.setattr(torch, "manual_seed", calls.append)
+    isolation.seed_torch(3)
+    assert calls == [3]
+
+
+def test_seed_torch_seeds_only_the_cpu_generator_where_none_is(monkeypatch):
+    from pytest_exportcheck import isolation
+
+    calls = []
+    monkeypatch.setattr(isolation, "_accelerator_available", lambda: False)
+    monkeypatch.setattr(torch, "manual_seed", calls.append)
+    isolation.seed_torch(3)
+    assert calls == []
+    assert torch.default_generator.initial_seed() == 3
