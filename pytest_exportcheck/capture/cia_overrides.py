@@ -101,16 +101,12 @@ def same_callable(first: object, second: object) -> bool:
     code, globals, defaults, closure contents and attributes)."""
     if first is second:
         return True
-    if isinstance(first, functools.partial) and type(first) is type(second):
-        assert isinstance(second, functools.partial)
+    if isinstance(first, functools.partial) and isinstance(second, functools.partial):
         return (
-            same_callable(first.func, second.func)
+            type(first) is type(second)
+            and same_callable(first.func, second.func)
             and _identical(first.args, second.args)
-            and first.keywords.keys() == second.keywords.keys()
-            and _identical(
-                tuple(first.keywords.values()),
-                tuple(second.keywords[key] for key in first.keywords),
-            )
+            and _identical_mapping(first.keywords, second.keywords)
         )
     if isinstance(first, types.FunctionType) and type(second) is types.FunctionType:
         return (
