@@ -17,6 +17,15 @@ Each copy is a deep copy of the program's structure (graph, signature, module
 attributes) with a ``copy.deepcopy`` memo that maps each tensor to the shared
 one. A big model's capture thus holds two sets of weights (ep's and the
 runtime's) where a private deep copy per consumer held five.
+
+What reads ep's tensors gets them as new tensor objects over the same storage
+(``detach()``, a Parameter kept a Parameter), never ep's objects themselves: the
+fake mode a strict program carries (torch 2.6 and 2.7) remembers the fake tensor
+each real tensor became during the trace, by the real tensor's identity, and a
+buffer the forward wrote from a parameter's output comes back from that memory
+requiring grad, which ``run_decompositions()`` refuses ("Found a graph input that
+requires gradients, and received a mutation"; ``ep.run_decompositions()`` itself
+fails so there, for ``kv_cache`` in ``cases/state.yaml``).
 """
 
 from __future__ import annotations
@@ -38,27 +47,34 @@ class ProgramCopies:
     def __init__(self, program: torch.export.ExportedProgram) -> None:
         self.program = program
         self._pairs: list[tuple[torch.Tensor, torch.Tensor]] | None = None
+        # ep's tensors, each with the alias reading copies hold (the same for all of
+        # them, so a program derived from a reading copy maps onto the runtime tensors).
+        self._aliases = [(own, _alias(own)) for own in program_tensors(program)]
 
     def reading(self, program: P) -> P:
-        """A copy of ``program`` on the capture's own tensors: only for what never writes them."""
-        own = {id(tensor): tensor for tensor in program_tensors(self.program)}
-        return _copy(program, own)
+        """A copy of ``program`` on the capture's own values: only for what never writes them."""
+        return _copy(program, {id(own): alias for own, alias in self._aliases})
 
     def runnable(self, program: P) -> P:
         """A copy of ``program`` on the runtime tensors, reset to the capture's values first.
 
-        The copy and every module made from it share those tensors with the other
-        runnable copies: use one at a time, and reset it before each use.
+        ``program`` is the capture's or one derived from a reading copy of it (the
+        decomposed program). The copy and every module made from it share those
+        tensors with the other runnable copies: use one at a time, and reset it
+        before each use.
         """
         if self._pairs is None:
-            own = program_tensors(self.program)
+            own = [own for own, _ in self._aliases]
             with quiet_torch_internals():
                 runtime = copy.deepcopy(own)  # one memo: views of one storage stay views
             self._pairs = list(zip(own, runtime, strict=True))
         with torch.no_grad():
             for own_tensor, runtime_tensor in self._pairs:
                 runtime_tensor.copy_(own_tensor)
-        return _copy(program, {id(own): runtime for own, runtime in self._pairs})
+        memo = {id(own): runtime for own, runtime in self._pairs}
+        for (_, alias), (_, runtime) in zip(self._aliases, self._pairs, strict=True):
+            memo[id(alias)] = runtime
+        return _copy(program, memo)
 
 
 def program_tensors(program: torch.export.ExportedProgram) -> list[torch.Tensor]:
@@ -66,6 +82,14 @@ def program_tensors(program: torch.export.ExportedProgram) -> list[torch.Tensor]
     values = [*program.state_dict.values(), *program.constants.values()]
     unique = {id(value): value for value in values if isinstance(value, torch.Tensor)}
     return list(unique.values())
+
+
+def _alias(tensor: torch.Tensor) -> torch.Tensor:
+    """A new tensor object over ``tensor``'s storage, a Parameter if it is one."""
+    alias = tensor.detach()
+    if isinstance(tensor, torch.nn.Parameter):
+        return torch.nn.Parameter(alias, requires_grad=tensor.requires_grad)
+    return alias
 
 
 def _copy(program: P, tensors: dict[int, torch.Tensor]) -> P:
