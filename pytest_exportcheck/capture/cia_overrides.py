@@ -30,7 +30,7 @@ the same callables, or to callables that do the same: a fresh
 ``functools.partial`` of one function with the same arguments) and whose ops
 are in the same state put the recorded kernels in place and take them away on
 exit as torch does. The decomposed programs are the same
-(``tests/unit/test_unit_cia_overrides.py``, on every tox env).
+(``tests/unit/test_unit_decomposition_reuse.py``, on every tox env).
 """
 
 from __future__ import annotations
