@@ -23,14 +23,15 @@ than the trace of a small model; most of it builds ``py_impl``'s
 What the block installs depends on its argument and on each op's Python kernels
 and fake-tensor rule before it, and on nothing else. So the first time, torch's
 own function runs and what it installed is recorded, and checked to be no more
-than that (no other op's rule touched, torch's exit leaving each op as it
-found it); where the record cannot be trusted on this torch, torch's function
-runs every time. Later calls whose argument is the same (the same ops mapped to
-the same callables, or to callables that do the same: a fresh
-``functools.partial`` of one function with the same arguments) and whose ops
-are in the same state put the recorded kernels in place and take them away on
-exit as torch does. The decomposed programs are the same
-(``tests/unit/test_unit_decomposition_reuse.py``, on every tox env).
+than that (no other op's rule touched; torch's exit leaving each op's kernels as
+it found them and no fake-tensor rule, as the replay's exit does); where the
+record cannot be trusted on this torch, torch's function runs every time.
+Later calls whose argument is the same (the same ops mapped to the same
+callables, or to callables that do the same: a fresh ``functools.partial`` of
+one function with the same arguments) and whose ops are in the same state put
+the recorded kernels in place and take them away on exit as torch does. The
+decomposed programs are the same (``tests/unit/test_unit_decomposition_reuse.py``,
+on every tox env).
 """
 
 from __future__ import annotations
