@@ -166,8 +166,9 @@ class ProgramRecord(CaptureRecord):
     def decomposed(self) -> torch.export.ExportedProgram:
         """``run_decompositions()`` of a copy: the functional dialect with mutation records.
 
-        The copy holds the program's own tensors: decomposition traces with fake
-        tensors and writes none (``test_unit_program_copies.py``, on every tox env).
+        The copy holds aliases of the program's own tensors (their storage, no copy):
+        decomposition traces with fake tensors and writes none
+        (``test_unit_program_copies.py``, on every tox env).
         What torch derives alike for every program is derived once per process: the
         table of CompositeImplicitAutograd ops (``operator_table.py``) and the
         kernels it overrides them with (``cia_overrides.py``).
