@@ -7,7 +7,6 @@ capture and check starts from the same state.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import torch
 
 from pytest_exportcheck.build import BuildError, build_inputs, build_model, preload_targets
+from pytest_exportcheck.call_counts import CallCounts, count_calls
 from pytest_exportcheck.failures import (
     CaseError,
     EagerError,
@@ -47,23 +47,6 @@ class EagerObservation:
     output: Any
     mutated_state: frozenset[str]
     mutated_inputs: frozenset[str]
-
-
-@dataclass(frozen=True)
-class CallCounts:
-    """Forward calls per module *object*, keyed by every FQN the object has.
-
-    A submodule shared under two names reports one count twice. ``calls`` is
-    ``None`` (with ``unavailable`` saying why) where forward hooks break the
-    model's eager forward, e.g. submodules inside ``torch.cond`` branches.
-    """
-
-    calls: dict[str, int] | None
-    unavailable: str | None = None
-    # FQNs of modules every call of which returned one of its inputs, the object
-    # itself: a no-op in this mode (Dropout, StochasticDepth, Identity in eval),
-    # which export records no call of.
-    passthrough: frozenset[str] = frozenset()
 
 
 class Subject:
@@ -283,35 +266,8 @@ class Subject:
         A separate run from :attr:`eager`: hooks are side effects that some
         constructs (``torch.cond`` runs its branches through Dynamo) refuse.
         """
-        model = self.model_copy()
         args, kwargs = self.inputs_copy()
-        objects_called: Counter[int] = Counter()
-        returned_input: Counter[int] = Counter()
-
-        def count(module: torch.nn.Module, inputs: tuple[Any, ...], output: Any) -> None:
-            objects_called[id(module)] += 1
-            if any(output is value for value in inputs):
-                returned_input[id(module)] += 1
-
-        handles = [module.register_forward_hook(count) for module in model.modules()]
-        try:
-            with seeded(self.case.seed), torch.enable_grad():
-                model(*args, **kwargs)
-        except Exception as exc:
-            reason = f"forward hooks make this model's eager forward raise {type(exc).__name__}"
-            return CallCounts(None, reason)
-        finally:
-            for handle in handles:
-                handle.remove()
-        named = [(n, m) for n, m in model.named_modules(remove_duplicate=False) if n]
-        return CallCounts(
-            {name: objects_called[id(module)] for name, module in named},
-            passthrough=frozenset(
-                name
-                for name, module in named
-                if 0 < objects_called[id(module)] == returned_input[id(module)]
-            ),
-        )
+        return count_calls(self.model_copy(), args, kwargs, self.case.seed)
 
     @cached_property
     def module_groups(self) -> dict[str, tuple[str, ...]]:
