@@ -71,9 +71,9 @@ class ProgramCopies:
         with torch.no_grad():
             for own_tensor, runtime_tensor in self._pairs:
                 runtime_tensor.copy_(own_tensor)
-        memo = {id(own): runtime for own, runtime in self._pairs}
-        for (_, alias), (_, runtime) in zip(self._aliases, self._pairs, strict=True):
-            memo[id(alias)] = runtime
+        memo = {}
+        for (own, alias), (_, runtime) in zip(self._aliases, self._pairs, strict=True):
+            memo[id(own)] = memo[id(alias)] = runtime
         return _copy(program, memo)
 
 
