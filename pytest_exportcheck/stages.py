@@ -89,8 +89,9 @@ MAX_TIMEOUT_SECONDS = 86400
 # A limit that user code swallowed (``except BaseException: pass``, a bare ``except:``)
 # fires again this often until the item ends.
 REFIRE_SECONDS = 1.0
-# A refire landing inside torch's code is deferred to the next tick, this many times at
-# most (then it raises wherever it lands: a model looping inside torch must still stop).
+# A firing landing in a module's import (any firing) or inside torch's code (a refire) is
+# deferred to the next tick, this many times at most (then it raises wherever it lands: a
+# model looping inside torch, or an import that never ends, must still stop).
 MAX_DEFERRED_REFIRES = 30
 # The backstop the watchdog thread sends when the model replaced the SIGALRM handler
 # or cancelled the timer (a library that uses alarms itself).
@@ -112,17 +113,17 @@ def time_limit(seconds: float, describe: Callable[[str], str]) -> Iterator[None]
         yield
         return
 
-    fired_in: list[str] = []  # the stage each firing interrupted
+    fired_in: list[str] = []  # the stage each firing interrupted; "" for a deferred one
+    first_stage: list[str] = []  # the stage the limit ran out in
 
     def on_alarm(signum: int, frame: FrameType | None) -> None:
-        if fired_in and _inside_torch(frame) and fired_in.count("") < MAX_DEFERRED_REFIRES:
-            # A refire: the first firing was swallowed, the item fails [timeout] anyway.
-            # Raised inside torch's own code it can leave torch half-updated for every
-            # later item of the process; wait for the model's code (or a later tick).
+        if not first_stage:
+            first_stage.append(current_stage())
+        if fired_in.count("") < MAX_DEFERRED_REFIRES and _unsafe_to_raise(frame, bool(fired_in)):
             fired_in.append("")
             return
         fired_in.append(current_stage())
-        raise StageTimeout(describe(fired_in[0]))
+        raise StageTimeout(describe(first_stage[0]))
 
     started = time.monotonic()
     previous = signal.signal(signal.SIGALRM, on_alarm)
@@ -159,7 +160,7 @@ def time_limit(seconds: float, describe: Callable[[str], str]) -> Iterator[None]
                 tampered
                 or f"the model caught the time limit's exception {caught} time(s) and went on"
             )
-            stage_name = fired_in[0] if fired_in else current_stage()
+            stage_name = first_stage[0] if first_stage else current_stage()
             message = f"{describe(stage_name)}; {why}, for {elapsed:.1f} s in all"
             raise StageTimeout(message) from failure
 
@@ -167,6 +168,34 @@ def time_limit(seconds: float, describe: Callable[[str], str]) -> Iterator[None]
 def _caught(fired_in: list[str]) -> int:
     """Firings that raised (a deferred refire, recorded as "", raised nothing)."""
     return sum(1 for stage_name in fired_in if stage_name)
+
+
+def _unsafe_to_raise(frame: FrameType | None, refire: bool) -> bool:
+    """Whether raising in ``frame`` would leave state behind for every later item.
+
+    - A module being imported: an exception in its body removes it from ``sys.modules``
+      but keeps what it registered elsewhere, so importing it again fails for the rest of
+      the process (networkx, imported by ``torch.export``'s first call, then raises
+      "Algorithm already exists in dispatch namespace" in every later export).
+    - torch's own code, for a refire: the first firing was swallowed and the item fails
+      ``[timeout]`` anyway; raised inside torch it can leave torch half-updated. (The first
+      firing raises there: the capture stage is torch's code, and stopping it is the limit's
+      job.)
+    """
+    return _importing(frame) or (refire and _inside_torch(frame))
+
+
+# Import machinery's modules, frozen or not (``-X frozen_modules=off``): a frame of theirs
+# on the stack is an import in progress.
+_IMPORT_MACHINERY = frozenset({"importlib._bootstrap", "importlib._bootstrap_external"})
+
+
+def _importing(frame: FrameType | None) -> bool:
+    while frame is not None:
+        if frame.f_globals.get("__name__") in _IMPORT_MACHINERY:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _inside_torch(frame: FrameType | None) -> bool:

@@ -1,9 +1,13 @@
-"""The time limit's refires: a swallowed limit fires again, but not inside torch's code."""
+"""The time limit's firings: a swallowed limit fires again, but not inside torch's code, and
+no firing raises in the middle of an import."""
 
 from __future__ import annotations
 
 import contextlib
+import importlib
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -58,4 +62,32 @@ def test_a_refire_in_the_models_own_code_raises_there(monkeypatch: pytest.Monkey
     started = time.monotonic()
     with pytest.raises(StageTimeout, match="before it took"), time_limit(0.2, over):
         swallow_first_then(30)
+    assert time.monotonic() - started < 5
+
+
+def test_a_firing_inside_an_import_waits_for_the_import_to_end(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Raised in a module's body, the limit would leave it half-registered for every later
+    # item of the process (an import that registers names in another module fails on the
+    # next try): the firing waits, the import ends whole, and the block still times out.
+    monkeypatch.setattr(stages, "REFIRE_SECONDS", 0.1)
+    (tmp_path / "slow_to_import.py").write_text(
+        "import time\ntime.sleep(0.5)\nimported_whole = True\n"
+    )
+    monkeypatch.syspath_prepend(tmp_path)
+    monkeypatch.delitem(sys.modules, "slow_to_import", raising=False)
+    with pytest.raises(StageTimeout, match="over the limit"), time_limit(0.2, over):
+        importlib.import_module("slow_to_import")
+        busy(30)
+    assert sys.modules["slow_to_import"].imported_whole
+
+
+def test_an_import_that_never_ends_is_still_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stages, "REFIRE_SECONDS", 0.1)
+    monkeypatch.setattr(stages, "MAX_DEFERRED_REFIRES", 2)
+    monkeypatch.setattr(stages, "_importing", lambda frame: True)
+    started = time.monotonic()
+    with pytest.raises(StageTimeout, match="over the limit"), time_limit(0.2, over):
+        busy(30)
     assert time.monotonic() - started < 5
