@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The GPU machine's record in one call (DEVELOPERS.md): the scaling curve of the
-# bundled corpus on CPU (serial, then -n 14, 8, 4, 2), the corpus on every device
-# under -n 14, then the project's tests under -n 14, each step only while the
-# budget leaves room for it. Everything lands in OUTDIR/device.tgz plus
-# OUTDIR/walls.txt (the device tool returns at most 8 files).
+# bundled corpus on CPU (serial, then -n 14 with and without the GPU visible, 8, 4,
+# 2), the corpus on every device under -n 14, then the project's tests under -n 14,
+# each step only while the budget leaves room for it. Everything lands in
+# OUTDIR/device.tgz plus OUTDIR/walls.txt (the device tool returns at most 8 files).
 #
 #   bash benchmarks/device_run.sh "$OUT" 540
 #
@@ -67,6 +67,10 @@ export -f corpus
 export work
 step serial 200 bash -c 'corpus "$@"' corpus serial 0 --exportcheck-devices cpu
 step n14 60 bash -c 'corpus "$@"' corpus n14 14 --exportcheck-devices cpu
+# The same with the GPU hidden: what 14 CUDA contexts cost a CPU-only run (README,
+# "A CPU-only run on a GPU machine": torch's capture starts one per process).
+step n14-hidden-gpu 60 env CUDA_VISIBLE_DEVICES= bash -c 'corpus "$@"' corpus n14-hidden-gpu 14 \
+    --exportcheck-devices cpu
 step n8 60 bash -c 'corpus "$@"' corpus n8 8 --exportcheck-devices cpu
 step n4 80 bash -c 'corpus "$@"' corpus n4 4 --exportcheck-devices cpu
 step gpu 90 bash -c 'corpus "$@"' corpus gpu 14 --exportcheck-devices all
