@@ -92,7 +92,7 @@ REFIRE_SECONDS = 1.0
 # A firing landing in a module's import (any firing) or inside torch's code (a refire) is
 # deferred to the next tick, this many times at most (then it raises wherever it lands: a
 # model looping inside torch, or an import that never ends, must still stop).
-MAX_DEFERRED_REFIRES = 30
+MAX_DEFERRED_FIRINGS = 30
 # The backstop the watchdog thread sends when the model replaced the SIGALRM handler
 # or cancelled the timer (a library that uses alarms itself).
 BACKSTOP_SIGNAL = getattr(signal, "SIGVTALRM", None)
@@ -108,6 +108,9 @@ def time_limit(seconds: float, describe: Callable[[str], str]) -> Iterator[None]
       ``BACKSTOP_SIGNAL`` to the main thread, whose handler is ours;
     - however the block ended (a result, another error), if it ran past the limit the
       item fails ``[timeout]``, saying what the model did to the limit.
+
+    Where raising would leave state behind for later items (``_unsafe_to_raise``), a
+    firing waits for the next tick, ``MAX_DEFERRED_FIRINGS`` times at most.
     """
     if seconds <= 0 or not can_time_out():
         yield
@@ -119,7 +122,8 @@ def time_limit(seconds: float, describe: Callable[[str], str]) -> Iterator[None]
     def on_alarm(signum: int, frame: FrameType | None) -> None:
         if not first_stage:
             first_stage.append(current_stage())
-        if fired_in.count("") < MAX_DEFERRED_REFIRES and _unsafe_to_raise(frame, bool(fired_in)):
+        refire = _caught(fired_in) > 0  # an earlier firing raised, and was swallowed
+        if fired_in.count("") < MAX_DEFERRED_FIRINGS and _unsafe_to_raise(frame, refire):
             fired_in.append("")
             return
         fired_in.append(current_stage())
