@@ -16,9 +16,12 @@ interpreter cannot be interrupted this way.
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
+import site
 import sys
+import sysconfig
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -177,29 +180,54 @@ def _caught(fired_in: list[str]) -> int:
 def _unsafe_to_raise(frame: FrameType | None, refire: bool) -> bool:
     """Whether raising in ``frame`` would leave state behind for every later item.
 
-    - A module being imported: an exception in its body removes it from ``sys.modules``
-      but keeps what it registered elsewhere, so importing it again fails for the rest of
-      the process (networkx, imported by ``torch.export``'s first call, then raises
-      "Algorithm already exists in dispatch namespace" in every later export).
+    - A library's module being imported: an exception in its body removes it from
+      ``sys.modules`` but keeps what it registered elsewhere, so importing it again fails
+      for the rest of the process (networkx, imported by ``torch.export``'s first call,
+      then raises "Algorithm already exists in dispatch namespace" in every later
+      export). A case's own model file is no library: one that hangs in its import is
+      stopped there, as a hang anywhere else in the model is.
     - torch's own code, for a refire: the first firing was swallowed and the item fails
       ``[timeout]`` anyway; raised inside torch it can leave torch half-updated. (The first
       firing raises there: the capture stage is torch's code, and stopping it is the limit's
       job.)
     """
-    return _importing(frame) or (refire and _inside_torch(frame))
+    return _importing_a_library(frame) or (refire and _inside_torch(frame))
 
 
-# Import machinery's modules, frozen or not (``-X frozen_modules=off``): a frame of theirs
-# on the stack is an import in progress.
+# Import machinery's modules, frozen or not (``-X frozen_modules=off``): a module body
+# they called is a module being imported.
 _IMPORT_MACHINERY = frozenset({"importlib._bootstrap", "importlib._bootstrap_external"})
 
 
-def _importing(frame: FrameType | None) -> bool:
+def _importing_a_library(frame: FrameType | None) -> bool:
+    roots = _library_roots()
     while frame is not None:
-        if frame.f_globals.get("__name__") in _IMPORT_MACHINERY:
+        caller = frame.f_back
+        if (
+            frame.f_code.co_name == "<module>"
+            and caller is not None
+            and caller.f_globals.get("__name__") in _IMPORT_MACHINERY
+            and frame.f_code.co_filename.startswith(roots)
+        ):
             return True
-        frame = frame.f_back
+        frame = caller
     return False
+
+
+@functools.cache
+def _library_roots() -> tuple[str, ...]:
+    """Where installed code lives: the standard library, site-packages, torch and this
+    plugin (wherever they are installed from)."""
+    paths = sysconfig.get_paths()
+    roots = {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths}
+    roots.update(site.getsitepackages() if hasattr(site, "getsitepackages") else [])
+    roots.add(os.path.dirname(os.path.abspath(__file__)))  # this plugin's package
+    torch = sys.modules.get("torch")
+    if torch is not None and getattr(torch, "__file__", None):
+        roots.add(os.path.dirname(torch.__file__))
+    # As written and resolved: a frame's file name keeps the symlinks of its sys.path entry.
+    both = roots | {os.path.realpath(root) for root in roots}
+    return tuple(os.path.join(root, "") for root in both)
 
 
 def _inside_torch(frame: FrameType | None) -> bool:

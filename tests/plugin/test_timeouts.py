@@ -66,3 +66,23 @@ def test_a_bad_timeout_is_a_usage_error(project: pytest.Pytester) -> None:
     write_cases(project, MLP_CASE)
     result = project.runpytest("--exportcheck", "--exportcheck-timeout", "soon")
     result.stderr.fnmatch_lines(["*exportcheck_timeout must be a number of seconds *, not 'soon'"])
+
+
+def test_a_model_file_that_hangs_in_its_import_times_out_in_the_case_stage(
+    project: pytest.Pytester,
+) -> None:
+    # The case's own file, not a library: its import is stopped at the limit, not waited for.
+    (project.path / "cases" / "hangs_on_import.py").write_text(
+        "import time\n\nwhile True:\n    time.sleep(0.01)\n"
+    )
+    write_cases(
+        project, HANGS.format(model="Mlp").replace("models.py:Mlp", "hangs_on_import.py:Net", 1)
+    )
+    result = project.runpytest("--exportcheck", "-k", "signature")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*[[]timeout[]] cases/main.yaml:2: still in the case stage after 0.5 s (the case's timeout)*"
+        ]
+    )
+    assert result.duration < 20  # stopped at its limit, not after the deferrals' 30 s

@@ -65,28 +65,49 @@ def test_a_refire_in_the_models_own_code_raises_there(monkeypatch: pytest.Monkey
     assert time.monotonic() - started < 5
 
 
-def test_a_firing_inside_an_import_waits_for_the_import_to_end(
+def slow_module(where: Path, name: str, seconds: float) -> None:
+    """A module whose body takes ``seconds``, then says it ran to its end."""
+    (where / f"{name}.py").write_text(
+        f"import time\ntime.sleep({seconds})\nimported_whole = True\n"
+    )
+
+
+def test_a_firing_inside_a_librarys_import_waits_for_the_import_to_end(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    # Raised in a module's body, the limit would leave it half-registered for every later
+    # Raised in a library's body, the limit would leave it half-registered for every later
     # item of the process (an import that registers names in another module fails on the
     # next try): the firing waits, the import ends whole, and the block still times out.
     monkeypatch.setattr(stages, "REFIRE_SECONDS", 0.1)
-    (tmp_path / "slow_to_import.py").write_text(
-        "import time\ntime.sleep(0.5)\nimported_whole = True\n"
-    )
+    monkeypatch.setattr(stages, "_library_roots", lambda: (f"{tmp_path}/",))
+    slow_module(tmp_path, "slow_library", 0.5)
     monkeypatch.syspath_prepend(tmp_path)
-    monkeypatch.delitem(sys.modules, "slow_to_import", raising=False)
+    monkeypatch.delitem(sys.modules, "slow_library", raising=False)
     with pytest.raises(StageTimeout, match="over the limit"), time_limit(0.2, over):
-        importlib.import_module("slow_to_import")
+        importlib.import_module("slow_library")
         busy(30)
-    assert sys.modules["slow_to_import"].imported_whole
+    assert sys.modules["slow_library"].imported_whole
+
+
+def test_a_model_file_that_hangs_in_its_import_is_stopped_there(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # A case's own file is no library: its hang is the case's, stopped where it is.
+    monkeypatch.setattr(stages, "REFIRE_SECONDS", 0.1)
+    slow_module(tmp_path, "hanging_model_file", 30)
+    monkeypatch.syspath_prepend(tmp_path)
+    monkeypatch.delitem(sys.modules, "hanging_model_file", raising=False)
+    started = time.monotonic()
+    with pytest.raises(StageTimeout, match="over the limit"), time_limit(0.2, over):
+        importlib.import_module("hanging_model_file")
+    assert time.monotonic() - started < 1.5
+    assert "hanging_model_file" not in sys.modules
 
 
 def test_an_import_that_never_ends_is_still_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(stages, "REFIRE_SECONDS", 0.1)
     monkeypatch.setattr(stages, "MAX_DEFERRED_FIRINGS", 2)
-    monkeypatch.setattr(stages, "_importing", lambda frame: True)
+    monkeypatch.setattr(stages, "_importing_a_library", lambda frame: True)
     started = time.monotonic()
     with pytest.raises(StageTimeout, match="over the limit"), time_limit(0.2, over):
         busy(30)
@@ -100,7 +121,7 @@ def test_a_firing_deferred_by_an_import_is_still_the_first_one(
     # (waiting there is for refires only), so the block stops at once.
     monkeypatch.setattr(stages, "REFIRE_SECONDS", 0.1)
     importing = iter([True])
-    monkeypatch.setattr(stages, "_importing", lambda frame: next(importing, False))
+    monkeypatch.setattr(stages, "_importing_a_library", lambda frame: next(importing, False))
     monkeypatch.setattr(stages, "_inside_torch", lambda frame: True)
     started = time.monotonic()
     with pytest.raises(StageTimeout, match=r"over the limit$"), time_limit(0.2, over):
