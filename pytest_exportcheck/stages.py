@@ -173,7 +173,7 @@ def time_limit(seconds: float, describe: Callable[[str], str]) -> Iterator[None]
 
 
 def _caught(fired_in: list[str]) -> int:
-    """Firings that raised (a deferred refire, recorded as "", raised nothing)."""
+    """Firings that raised (a deferred one, recorded as "", raised nothing)."""
     return sum(1 for stage_name in fired_in if stage_name)
 
 
