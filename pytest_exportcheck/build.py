@@ -11,7 +11,7 @@ import torch
 
 from pytest_exportcheck.allocation import HugeTensorError, refusing_huge_tensors
 from pytest_exportcheck.failures import exception_text
-from pytest_exportcheck.isolation import seed_everything
+from pytest_exportcheck.isolation import seed_everything, seeded
 from pytest_exportcheck.spec import Case
 from pytest_exportcheck.spec.semantics import MAX_TENSOR_ELEMENTS
 from pytest_exportcheck.targets import TargetError, resolve_callable
@@ -33,6 +33,7 @@ __all__ = [
     "BuildError",
     "build_inputs",
     "build_model",
+    "input_seed",
     "instantiate",
     "preload_targets",
     "redraw_parameters",
@@ -125,7 +126,26 @@ def build_inputs(
     case: Case, max_elements: int | None = MAX_TENSOR_ELEMENTS
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """The case's inputs; a factory's tensor over ``max_elements`` is refused before allocation
-    (the YAML's own tensors were checked against the limit when the case was loaded)."""
+    (the YAML's own tensors were checked against the limit when the case was loaded).
+
+    Drawn from a stream of their own, :func:`input_seed` of the case's seed, whatever the
+    caller's RNG state: a model whose constructor draws random numbers only the first
+    time in a process (a module it imports seeds a table at import) would otherwise make
+    two xdist workers, one of which built the model before, compare different inputs.
+    The caller's RNG state (torch, ``random``, numpy) is given back afterwards.
+    """
+    with seeded(input_seed(case.seed)):
+        return _build_inputs(case, max_elements)
+
+
+def input_seed(seed: int) -> int:
+    """The seed of a case's input stream: derived from the case's seed, but not that seed,
+    so inputs are not the first draws of the stream the model's weights come from (numpy
+    takes seeds below 2**32)."""
+    return (seed * 0x9E3779B1 + 0x5EED) % 2**32
+
+
+def _build_inputs(case: Case, max_elements: int | None) -> tuple[tuple[Any, ...], dict[str, Any]]:
     spec = case.inputs
     if "factory" in spec:
         factory = _resolve(spec["factory"], case)
