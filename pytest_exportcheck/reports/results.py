@@ -192,12 +192,16 @@ def item_result(nodeid: str, phases: Mapping[str, Any]) -> ItemResult | None:
     )
 
 
-def fixture_results(nodeid: str, calls: list[Any]) -> list[ItemResult]:
+def fixture_results(
+    nodeid: str, calls: list[Any], test_xfail: str | None = None
+) -> list[ItemResult]:
     """The items of each ``exportcheck`` fixture call a test made, as YAML items are told.
 
     Node ids extend the test's: ``tests/test_m.py::test_resnet::ResNet::parity[export-cpu]``
     (a second call of the same case name gets ``ResNet#2``), so the matrix shows the
     case under the test file and ``--exportcheck-compare`` matches it run to run.
+    ``test_xfail``: the reason of a test pytest counted as xfailed; its failing items are
+    xfailed too, as pytest counts the test (a failure the user declared expected).
     """
     results = []
     seen: Counter[str] = Counter()
@@ -212,6 +216,9 @@ def fixture_results(nodeid: str, calls: list[Any]) -> list[ItemResult]:
             message = item.get("message") or ""
             if outcome == "skipped" and message.startswith(NOT_APPLICABLE):
                 outcome = "not_applicable"
+            reason = message if outcome == "xfailed" else None
+            if test_xfail is not None and outcome in FAILING:
+                outcome, reason = "xfailed", f"the test is xfailed: {test_xfail}"
             results.append(
                 ItemResult(
                     nodeid=f"{nodeid}::{case}::{item['name']}",
@@ -226,7 +233,7 @@ def fixture_results(nodeid: str, calls: list[Any]) -> list[ItemResult]:
                     message=None
                     if outcome == "passed"
                     else first_line(item.get("headline") or message),
-                    reason=message if outcome == "xfailed" else None,
+                    reason=reason,
                     max_abs_err=_float(item.get("max_abs_err")),
                     duration=round(float(item.get("seconds") or 0.0), 4),
                 )
@@ -240,6 +247,7 @@ class ResultCollector:
     def __init__(self) -> None:
         self._phases: dict[str, dict[str, Any]] = {}
         self._fixture_calls: dict[str, list[Any]] = {}
+        self._xfailed_tests: dict[str, str] = {}  # node id -> the xfail reason
 
     def add(self, report: Any) -> None:
         """Keep a report if it belongs to an exportcheck item (it carries our properties),
@@ -248,6 +256,8 @@ class ResultCollector:
         calls = [value for name, value in properties if name == API_CALL_PROPERTY]
         if calls:  # every phase carries the test's properties: the last has them all
             self._fixture_calls[report.nodeid] = calls
+            if _outcome_of(report) == "xfailed":
+                self._xfailed_tests[report.nodeid] = str(report.wasxfail)
             return
         if any(str(name).startswith(PROPERTY_PREFIX) for name, _ in properties):
             self._phases.setdefault(report.nodeid, {})[report.when] = report
@@ -256,7 +266,7 @@ class ResultCollector:
         """Every item that ran, ordered by node id (deterministic under xdist too)."""
         found = [item_result(nodeid, phases) for nodeid, phases in self._phases.items()]
         for nodeid, calls in self._fixture_calls.items():
-            found += fixture_results(nodeid, calls)
+            found += fixture_results(nodeid, calls, self._xfailed_tests.get(nodeid))
         return sorted((r for r in found if r is not None), key=lambda r: r.nodeid)
 
 

@@ -49,8 +49,8 @@ def test_fixture_items_are_in_the_matrix_under_their_test_file(
             "*export  dynamo-legacy",
             "case*MP*MP",
             "test_model.py",
-            "  counter*..*..",
-            "  python_state*x",
+            "  test_counter::counter*..*..",
+            "  test_python_state::python_state*x",
             "5 items: 4 passed, 1 xfailed",
         ]
     )
@@ -80,7 +80,8 @@ def test_fixture_items_are_in_the_json_and_markdown_reports(
     )  # fmt: skip
     assert xfailed["message"].startswith("[mutation] after step 2/3: output:")
     assert (
-        "| `test_model.py` | `counter` | `..` | `..` |" in (project.path / "report.md").read_text()
+        "| `test_model.py` | `test_counter::counter` | `..` | `..` |"
+        in (project.path / "report.md").read_text()
     )
 
 
@@ -107,3 +108,40 @@ def test_a_deselected_fixture_test_is_not_run_not_removed(project: pytest.Pytest
     result = run(project, "-k", "counter and not python", "--exportcheck-compare", "base.json")
     result.stdout.fnmatch_lines(["no changes; 4 unchanged; 1 baseline item not run here *"])
     result.stdout.no_fnmatch_line("*removed item*")
+
+
+# Issue 28, item 9: a deliberately xfailed test's call and another test's call of a
+# model of the same class were one matrix row (the xfailed call showed as F in the
+# other test's row) and the plugin counted the xfailed call's item as failed.
+SAME_CLASS = """
+import pytest
+
+@pytest.mark.xfail(reason="data-dependent branch, known")
+def test_known_failure(exportcheck):
+    exportcheck(model("DataDependent"), args=(torch.randn(4),), checks=["parity"], name="Net")
+
+def test_working(exportcheck):
+    exportcheck(model("Mlp"), args=(torch.randn(2, 4),), checks=["parity"], name="Net")
+"""
+
+
+def test_calls_of_one_class_in_two_tests_are_rows_of_their_own(
+    project: pytest.Pytester, dist: list[str]
+) -> None:
+    write_test(project, SAME_CLASS)
+    result = run(project, *dist, "--exportcheck-report", "report.json")
+    result.assert_outcomes(passed=1, xfailed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "test_model.py",
+            "  test_known_failure::Net  x",
+            "  test_working::Net        .",
+            "2 items: 1 passed, 1 xfailed",
+        ]
+    )
+    found = items(project, "report.json")
+    known = found["test_model.py::test_known_failure::Net::parity[export-cpu]"]
+    assert known["outcome"] == "xfailed"
+    assert known["reason"] == "the test is xfailed: data-dependent branch, known"
+    assert known["stage"] and known["message"]  # where and how it failed, as a failure tells
+    assert found["test_model.py::test_working::Net::parity[export-cpu]"]["outcome"] == "passed"
