@@ -61,6 +61,7 @@ class Amendments:
     """Everything the verification run adds: accepts, a tolerance, xfails; and its tally."""
 
     accepts: list[Amendment] = field(default_factory=list)
+    init: Amendment | None = None  # {"init": "fan_in"}: parity was vacuous at the default init
     atol: Amendment | None = None
     xfails: list[Amendment] = field(default_factory=list)
     tally: str = ""
@@ -193,7 +194,7 @@ def render(scaffold: Scaffold) -> str:
     case = scaffold.case
     out = [f"# {line}" if line else "#" for line in scaffold.header]
     out += ["cases:", f"  {scaffold.name}:", f"    description: {_flow(case['description'])}"]
-    out += _model_lines(case["model"], scaffold.target_note)
+    out += _model_lines(case["model"], scaffold.target_note, scaffold.amendments.init)
     out += _inputs_lines(case["inputs"])
     out.append(f"    seed: {case['seed']}")
     out.append(f"    captures: {_flow(case['captures'])}")
@@ -211,13 +212,15 @@ def render(scaffold: Scaffold) -> str:
     return "\n".join(out) + "\n"
 
 
-def _model_lines(model: dict[str, Any], note: str | None) -> list[str]:
+def _model_lines(model: dict[str, Any], note: str | None, init: Amendment | None) -> list[str]:
     target = f"      target: {_flow(model['target'])}"
     lines = ["    model:", f"{target}  # {note}" if note else target]
     for key in ("args", "kwargs"):
         if model.get(key):
             lines.append(f"      {key}: {_flow(model[key])}")
     lines.append(f"      mode: {model['mode']}")
+    if init is not None:
+        lines += [f"      # REVIEW: {init.review}", f"      init: {init.entry['init']}"]
     return lines
 
 
