@@ -122,7 +122,7 @@ def check_consistency(
             )
     if not undeclared:
         return []
-    known, unexplained = classify(undeclared, table, unread_state(subject))
+    known, unexplained = classify(undeclared, table, unread_state(subject), subject.tensor_groups)
     header = f"captures disagree on {len(undeclared)} row(s) not in expect.consistency.accept"
     if left_out:
         header += "; left out: " + "; ".join(

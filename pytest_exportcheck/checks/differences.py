@@ -34,6 +34,11 @@ UNREAD_REASON = (
     "model.state_dict()) then fails strictly for their programs)"
 )
 UNREAD_ACCEPT = "state forward never reads: only non-strict export lifts it"
+TIED_REASON = (
+    "non-strict export lifts such a tensor once per name, strict export and the Dynamo paths "
+    "once (strict export of torch 2.6-2.9 once per name too); ep.module() keeps the tie in both"
+)
+TIED_ACCEPT = "a tied or aliased tensor: non-strict export lifts it once per name, the others once"
 
 
 @dataclass(frozen=True)
@@ -45,6 +50,7 @@ class KnownDifference:
     noun: str
     reason: str
     accept_reason: str
+    observed: str = ""  # what the scaffold's REVIEW comment says was seen, where not unread
 
     def render(self) -> str:
         count = f"{len(self.rows)} {self.noun}{'s' if len(self.rows) != 1 else ''}"
@@ -77,9 +83,70 @@ def unread_state(subject: Any) -> frozenset[str] | None:
 
 
 def classify(
+    rows: list[str],
+    table: dict[str, dict[str, str]],
+    unread: frozenset[str] | None,
+    groups: dict[str, tuple[str, ...]] | None = None,
+) -> tuple[list[KnownDifference], list[str]]:
+    """The known classes among differing ``rows``, and the rows left unexplained.
+
+    ``groups``: every FQN naming each eager tensor (``Subject.tensor_groups``), which
+    tells a tied or aliased tensor's rows.
+    """
+    tied = _tied(rows, table, groups or {})
+    rest = [row for row in rows if row not in {k.rows[0] for k in tied}]
+    known, unexplained = _unread(rest, table, unread)
+    return [*tied, *known], unexplained
+
+
+def _tied(
+    rows: list[str], table: dict[str, dict[str, str]], groups: dict[str, tuple[str, ...]]
+) -> list[KnownDifference]:
+    """One known difference per differing row of a tensor with several names, where every
+    capture lifts it, under names of that tensor only: captures differ in how many times
+    they lift it (non-strict export once per name, strict export and Dynamo once)."""
+    known = []
+    for row in rows:
+        group = groups.get(row.removeprefix("lifted: "), ())
+        if not row.startswith("lifted: ") or len(group) < 2:
+            continue
+        lifted = {capture: _targets(cell) for capture, cell in table[row].items()}
+        if not all(names and set(names) <= set(group) for names in lifted.values()):
+            continue  # a capture that lifts it under no name, or under another tensor's
+        cells = "; ".join(f"{capture}: {', '.join(names)}" for capture, names in lifted.items())
+        observed = f"observed: a tied or aliased tensor lifted as {cells}"
+        known.append(
+            KnownDifference(row, (row,), "row", _tie_reason(group, lifted), TIED_ACCEPT, observed)
+        )
+    return known
+
+
+def _targets(cell: str) -> list[str]:
+    """``parameter emb.weight, parameter head.weight`` → the names lifted (the FQNs)."""
+    if cell == "—" or cell.startswith("n/a"):
+        return []
+    return [entry.split(" ", 1)[-1] for entry in cell.split(", ")]
+
+
+def _tie_reason(group: tuple[str, ...], lifted: dict[str, list[str]]) -> str:
+    by_count: dict[int, list[str]] = defaultdict(list)
+    for capture, names in lifted.items():
+        by_count[len(names)].append(capture)
+    how = ", ".join(
+        f"{_and(captures)} " + ("once" if count == 1 else f"once per name ({count} placeholders)")
+        for count, captures in sorted(by_count.items(), reverse=True)
+    )
+    return f"one tensor named {_and(list(group))} (tied or aliased), lifted by {how}: {TIED_REASON}"
+
+
+def _and(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
+def _unread(
     rows: list[str], table: dict[str, dict[str, str]], unread: frozenset[str] | None
 ) -> tuple[list[KnownDifference], list[str]]:
-    """The known classes among differing ``rows``, and the rows left unexplained."""
+    """Rows of state forward never reads, lifted by non-strict export only."""
     if not unread:
         return [], list(rows)
     unread_rows = [

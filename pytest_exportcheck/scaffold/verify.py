@@ -193,11 +193,12 @@ def _accepts(case: Case, run: CaseRun) -> list[Amendment]:
         if not any(fnmatch.fnmatchcase(row, pattern) for pattern in accepted)
     ]
     subject = next(iter(records.values())).subject
-    known, unexplained = classify(rows, table, unread_state(subject))
+    known, unexplained = classify(rows, table, unread_state(subject), subject.tensor_groups)
     accepts = [
         Amendment(
             {"row": k.pattern, "reason": k.accept_reason},
-            f"observed: {len(k.rows)} tensor(s) forward never reads, lifted by "
+            k.observed
+            or f"observed: {len(k.rows)} tensor(s) forward never reads, lifted by "
             f"{_lifting(table[k.rows[0]])}",
         )
         for k in known

@@ -28,21 +28,40 @@ def run_consistency(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.runpytest("--exportcheck", "-k", "consistency", *args)
 
 
-@needs_dynamo  # the table shows how torch 2.13's three paths lift a tie
-def test_an_undeclared_difference_fails_with_a_table(
+TIED_ACCEPT = (
+    '{row: "lifted: emb.weight", reason: "a tied or aliased tensor: non-strict export lifts it '
+    'once per name, the others once"}'
+)
+
+
+@needs_dynamo  # the message says how torch 2.13's three paths lift a tie
+def test_a_tied_weight_row_fails_with_its_reason_and_the_accept_that_silences_it(
     project: pytest.Pytester, dist: list[str]
 ) -> None:
+    # Issue 28: this row was a raw table, with no reason and no accept line (unlike
+    # BatchNorm's num_batches_tracked rows).
     write_cases(project, TIED.format(extra=""))
     result = run_consistency(project, *dist)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
             "*captures disagree on 1 row(s) not in expect.consistency.accept:",
-            "  row *export *export-strict *dynamo",
-            "  lifted: emb.weight  parameter emb.weight, parameter head.weight  "
-            "parameter emb.weight  parameter emb.weight",
+            "*  known differences, each with the accept entry that silences it:",
+            "*    lifted: emb.weight (1 row): one tensor named emb.weight and head.weight (tied "
+            "or aliased), lifted by export once per name (2 placeholders), export-strict and "
+            "dynamo once: non-strict export lifts such a tensor once per name, strict export "
+            "and the Dynamo paths once *; accept with:",
+            f"*        - {TIED_ACCEPT}",
         ]
     )
+    result.stdout.no_fnmatch_line("*  row  *export*")  # no table: nothing unexplained
+
+
+@needs_dynamo
+def test_the_suggested_tie_accept_silences_it(project: pytest.Pytester) -> None:
+    accept = f"    expect:\n      consistency:\n        accept:\n          - {TIED_ACCEPT}\n"
+    write_cases(project, TIED.format(extra=accept))
+    run_consistency(project).assert_outcomes(passed=1)
 
 
 @needs_dynamo  # the table shows how torch 2.13's three paths lift a tie
@@ -238,7 +257,7 @@ def pytest_sessionfinish(session):
 """
 
 
-@needs_dynamo  # the table shows how torch 2.13's three paths lift a tie
+@needs_dynamo  # the message says how torch 2.13's three paths lift a tie
 def test_captures_run_on_any_worker_and_the_table_is_the_same(
     project: pytest.Pytester, dist: list[str]
 ) -> None:
@@ -251,9 +270,10 @@ def test_captures_run_on_any_worker_and_the_table_is_the_same(
     result.stdout.fnmatch_lines(
         [
             "*captures disagree on 1 row(s) not in expect.consistency.accept:",
-            "  row *export *export-strict *dynamo",
-            "  lifted: emb.weight  parameter emb.weight, parameter head.weight  "
-            "parameter emb.weight  parameter emb.weight",
+            "*  known differences, each with the accept entry that silences it:",
+            "*    lifted: emb.weight (1 row): one tensor named emb.weight and head.weight (tied "
+            "or aliased), lifted by export once per name (2 placeholders), export-strict and "
+            "dynamo once: *",
         ]
     )
     if "-n" in dist:  # every capture handed its summary on, one file each

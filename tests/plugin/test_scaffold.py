@@ -186,6 +186,25 @@ def test_a_batchnorm_model_with_every_capture_passes_as_written(
     run_cases(project).assert_outcomes(passed=12, skipped=1)
 
 
+def test_a_tied_weight_gets_the_tie_accept_with_its_reason(
+    project: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Non-strict export lifts the tied tensor once per name, strict export once.
+    status, _, err = scaffold(
+        project, capsys, "cases/models.py:Tied", "--input", "2x5:int64:0..16",
+        "--capture", "export", "--capture", "export-strict", "-o", "cases/tied.yaml",
+    )  # fmt: skip
+    assert status == 0 and "wrote 1 accept(s)" in err
+    text = (project.path / "cases" / "tied.yaml").read_text()
+    assert (
+        "          # REVIEW: observed: a tied or aliased tensor lifted as export: emb.weight, "
+        "head.weight; export-strict: emb.weight\n"
+        "          - {row: 'lifted: emb.weight', reason: 'a tied or aliased tensor: non-strict "
+        "export lifts it once per name, the others once'}\n"
+    ) in text
+    run_cases(project, "-k", "consistency").assert_outcomes(passed=1)
+
+
 @pytest.mark.skipif(not STRICT_DROPS_UNREAD, reason="before 2.10 the captures agree here")
 def test_without_run_nothing_is_amended(
     project: pytest.Pytester, capsys: pytest.CaptureFixture[str]
