@@ -71,8 +71,7 @@ def _shown(args: Any) -> str:
 
 
 def make_safe(record: logging.LogRecord) -> logging.LogRecord:
-    """``record`` with a message no formatter can fail on (formatted lazily: records no
-    handler wants are never formatted)."""
+    """``record`` with a message no formatter can fail on."""
     if not isinstance(record.msg, _SafeMessage):
         record.msg, record.args = _SafeMessage(record.msg, record.args), None
     return record
@@ -104,6 +103,8 @@ def kept_torch_logs() -> Iterator[list[logging.LogRecord]]:
     finally:
         logging.Logger.callHandlers = call_handlers  # type: ignore[method-assign]
         for logger, record in kept:
+            # A plain message from here on, for handlers and filters that read record.msg.
+            record.msg, record.args = str(record.msg), None
             # A handler's own failure (the record is safe now), after torch returned.
             with contextlib.suppress(Exception):
                 call_handlers(logger, record)
