@@ -26,6 +26,7 @@ import torch
 
 from pytest_exportcheck.failures import CaseError
 from pytest_exportcheck.stages import StageTimeout
+from pytest_exportcheck.thread_origins import origin_of, recording_origins
 
 
 @dataclass(frozen=True)
@@ -182,7 +183,8 @@ def kept(location: str) -> Iterator[None]:
     before = snapshot()
     threads = set(threading.enumerate())
     try:
-        yield
+        with recording_origins():
+            yield
     except (KeyboardInterrupt, StageTimeout):
         restore_changed(before)
         left_running(threads)
@@ -198,20 +200,37 @@ def kept(location: str) -> Iterator[None]:
 
 
 def left_running(before: set[threading.Thread]) -> list[str]:
-    """Non-daemon threads started since ``before`` and still running, each detached.
+    """Non-daemon threads the case's code started since ``before`` and still running,
+    each detached.
 
     Python waits for every non-daemon thread before the process exits: one that never
     ends would keep pytest alive after its summary ("12 passed", then nothing).
+    A thread torch, this plugin or pytest started (a thread pool's idle worker) is
+    not the case's and is left as it is (``thread_origins.py``).
     """
-    left = [t for t in threading.enumerate() if t not in before and t.is_alive() and not t.daemon]
+    left = [
+        t
+        for t in threading.enumerate()
+        if t not in before and t.is_alive() and not t.daemon and _cases(t)
+    ]
     if not left:
         return []
     detached = all(_detach(thread) for thread in left)
-    names = ", ".join(repr(thread.name) for thread in left[:3])
+    names = ", ".join(_named(thread) for thread in left[:3])
     how = "detached, so the run can end" if detached else "the run ends without waiting for it"
     if not detached:
         _UNDETACHED.extend(left)
     return [f"{len(left)} non-daemon thread(s) left running: {names} ({how})"]
+
+
+def _cases(thread: threading.Thread) -> bool:
+    origin = origin_of(thread)
+    return origin is None or origin.cases_fault  # unknown: as before, the case's
+
+
+def _named(thread: threading.Thread) -> str:
+    origin = origin_of(thread)
+    return repr(thread.name) + (f" (started at {origin.where})" if origin else "")
 
 
 # Threads this Python gives no way to detach: the run's end exits without them.

@@ -10,6 +10,7 @@ The graph signature names every lifted input; the program holds the tensors::
 from __future__ import annotations
 
 import io
+import logging
 import time
 from functools import cached_property
 from typing import Any
@@ -33,6 +34,7 @@ from pytest_exportcheck.capture.record import (
     forward_defaults,
     tensor_at,
 )
+from pytest_exportcheck.capture.torch_logs import kept_torch_logs, logged_lines
 from pytest_exportcheck.compat import parameters_to_mutate
 from pytest_exportcheck.failures import describe_exception
 from pytest_exportcheck.isolation import private_copy, quiet_torch_internals
@@ -69,6 +71,17 @@ def capture_export(subject: Subject, capture: str, *, strict: bool) -> ProgramRe
 
 class SerializationError(Exception):
     """``torch.export.save`` or ``torch.export.load`` raised: the program cannot ship."""
+
+
+def serialization_error(
+    exc: Exception, context: str, logged: list[logging.LogRecord]
+) -> SerializationError:
+    """The error, and the warnings torch logged during the call (the reason, at times)."""
+    message = describe_exception(exc, context=context)
+    lines = logged_lines(logged)
+    if lines:
+        message += "\ntorch logged meanwhile:\n" + "\n".join(f"  {line}" for line in lines)
+    return SerializationError(message)
 
 
 class ProgramRecord(CaptureRecord):
@@ -118,7 +131,7 @@ class ProgramRecord(CaptureRecord):
             return torch.export.unflatten(private_copy(self.decomposed))
         if label == "saved and loaded":
             buffer = io.BytesIO()
-            with quiet_torch_internals():
+            with quiet_torch_internals(), kept_torch_logs():
                 torch.export.save(self.copies.reading(self.program), buffer)
                 buffer.seek(0)
                 return torch.export.unflatten(torch.export.load(buffer))
@@ -130,20 +143,21 @@ class ProgramRecord(CaptureRecord):
         return self._module("loaded", self._saved_and_loaded)
 
     def _saved_and_loaded(self) -> torch.nn.Module:
+        # torch's log records during save and load reach no handler while torch runs
+        # (a handler that raises would raise into torch) and explain its failures
+        # ("Please check the warnings above"): see torch_logs.py.
         buffer = io.BytesIO()
         try:
-            with quiet_torch_internals():
+            with quiet_torch_internals(), kept_torch_logs() as logged:
                 torch.export.save(self.copies.reading(self.program), buffer)
         except Exception as exc:
-            message = describe_exception(exc, context="torch.export.save raised")
-            raise SerializationError(message) from exc
+            raise serialization_error(exc, "torch.export.save raised", logged) from exc
         buffer.seek(0)
         try:
-            with quiet_torch_internals():
+            with quiet_torch_internals(), kept_torch_logs() as logged:
                 loaded = torch.export.load(buffer)
         except Exception as exc:
-            message = describe_exception(exc, context="torch.export.load raised")
-            raise SerializationError(message) from exc
+            raise serialization_error(exc, "torch.export.load raised", logged) from exc
         return loaded.module()
 
     def _module(self, key: str, make: Any) -> torch.nn.Module:

@@ -95,4 +95,28 @@ def _alias(tensor: torch.Tensor) -> torch.Tensor:
 def _copy(program: P, tensors: dict[int, torch.Tensor]) -> P:
     memo: dict[int, object] = dict(tensors)
     with quiet_torch_internals():
-        return copy.deepcopy(program, memo)
+        copied = copy.deepcopy(program, memo)
+    if isinstance(program, torch.export.ExportedProgram):
+        _keep_node_names(program.graph_module, copied.graph_module)  # type: ignore[attr-defined]
+    return copied
+
+
+def _keep_node_names(original: torch.fx.GraphModule, copied: torch.fx.GraphModule) -> None:
+    """Give ``copied``'s nodes (and those of its subgraphs: ``cond``'s branches, ...)
+    the names ``original``'s have where the copy renamed them."""
+    graph_module = torch.fx.GraphModule
+    copied_modules = dict(copied.named_modules())
+    for name, module in original.named_modules():
+        twin = copied_modules.get(name)
+        if not isinstance(module, graph_module) or not isinstance(twin, graph_module):
+            continue
+        renamed = False
+        for node, copied_node in zip(module.graph.nodes, twin.graph.nodes, strict=True):
+            if copied_node.name == node.name:
+                continue
+            copied_node.name = node.name
+            if node.op == "placeholder":
+                copied_node.target = node.target
+            renamed = True
+        if renamed:
+            twin.recompile()

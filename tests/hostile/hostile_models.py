@@ -117,6 +117,20 @@ class LeavesThread(Good):
         return self.lin(x)
 
 
+class TorchPoolThenFails(Good):
+    """Not hostile: its non-strict export truly fails (a branch on a value), and on the way
+    torch's own pool starts a worker thread that stays (as a detection model's did)."""
+
+    def forward(self, x):
+        if torch.compiler.is_exporting():
+            from torch.utils._functools import prefetchable_cache
+
+            prefetchable_cache(lambda: None).prefetch()  # torch's _prefetch_executor
+        if x.sum() > 0:
+            return self.lin(x)
+        return x
+
+
 class Aborts(Good):
     """Kills its process in forward (a stand-in for a segfaulting kernel)."""
 

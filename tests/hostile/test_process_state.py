@@ -51,3 +51,17 @@ def test_a_thread_left_running_fails_its_case_and_the_run_still_ends(
             "can end)*",
         ]
     )
+
+
+def test_a_thread_torch_starts_is_not_the_cases_and_a_failing_export_keeps_its_error(
+    hostile: pytest.Pytester,
+) -> None:
+    # Its own process: torch's prefetch pool starts its first worker in this case's export.
+    target = "{target: hostile.py:TorchPoolThenFails}"
+    write_hostile(hostile, hostile_case("pool", target, captures="[export]", checks="[parity]"))
+    result = hostile.runpytest_subprocess("--exportcheck", "-p", "no:xdist", timeout=120)
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(
+        ["[[]capture*[]] cases/hostile.yaml:2: torch.export.export (non-strict) raised*"]
+    )
+    result.stdout.no_fnmatch_line("*left running*")

@@ -140,3 +140,29 @@ def test_a_decomposed_program_runs_on_the_runtime_tensors() -> None:
     assert not storages(runnable) & {
         t.untyped_storage().data_ptr() for t in program_tensors(program)
     }
+
+
+class NamedInput(nn.Module):
+    """torchvision's lraspp_mobilenet_v3_large names its forward argument ``input``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        return self.lin(input)
+
+
+def test_a_copy_keeps_a_placeholder_named_after_a_builtin_and_saves() -> None:
+    import io
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        program = torch.export.export(NamedInput(), (torch.randn(2, 4),))
+    copies = ProgramCopies(program)
+
+    for copied in (copies.reading(program), copies.runnable(program)):
+        names = [node.name for node in copied.graph.nodes if node.op == "placeholder"]
+        assert names == [spec.arg.name for spec in copied.graph_signature.input_specs]
+        assert "input" in names
+        torch.export.save(copied, io.BytesIO())  # SpecViolationError for input_1 unfixed
