@@ -33,7 +33,7 @@ from torch.utils import _pytree as pytree
 from pytest_exportcheck.capture.joint import JointRecord
 from pytest_exportcheck.capture.record import CaptureRecord
 from pytest_exportcheck.checks.localize import first_divergence
-from pytest_exportcheck.checks.signal import no_signal, shape_signal, signal_inside
+from pytest_exportcheck.checks.signal import loose_atol, no_signal, shape_signal, signal_inside
 from pytest_exportcheck.checks.sized import sized_leaves
 from pytest_exportcheck.checks.steps import fp64_output
 from pytest_exportcheck.compare_values import Tolerance, compare_trees
@@ -56,7 +56,7 @@ def check_parity(case: Case, record: CaptureRecord) -> list[str]:
     why = no_signal(output, tolerance, sized)
     # Outputs that cannot tell a wrong program from a right one: the submodules must.
     findings: list[str] = signal_inside(record, tolerance, why) if why else []
-    findings += shape_signal(output, tolerance, sized)
+    findings += shape_signal(output, tolerance, sized) + loose_atol(output, tolerance)
     diverged: list[str] = []  # labels of the programs whose outputs differ
     for runnable in record.runnables():
         label = runnable.label

@@ -33,7 +33,12 @@ import torch
 
 from pytest_exportcheck.checks.localize import hooked_calls
 from pytest_exportcheck.checks.sized import SizedLeaf
-from pytest_exportcheck.compare_values import Tolerance, compare_trees, flatten_with_paths
+from pytest_exportcheck.compare_values import (
+    OWN_SCALE,
+    Tolerance,
+    compare_trees,
+    flatten_with_paths,
+)
 from pytest_exportcheck.failures import Note
 
 
@@ -87,6 +92,33 @@ def _leaf_without_signal(leaf: Any, tolerance: Tolerance) -> str | None:
     if bool((flat == flat[0]).all()):
         return f"all {flat.numel()} elements are {flat[0].item()!r}"
     return None
+
+
+def loose_atol(output: Any, tolerance: Tolerance) -> list[Note]:
+    """Notes for the leaves a case's own atol is not small against.
+
+    ``compare_values.own_scale`` compares such a leaf at its scale only under the
+    dtype's default atol: an atol the case states is kept as written, and this says
+    what it lets through.
+    """
+    notes = []
+    for path, leaf in flatten_with_paths(output)[0]:
+        if not isinstance(leaf, torch.Tensor) or not leaf.is_floating_point():
+            continue
+        atol = tolerance.resolve(leaf.dtype, leaf.device).atol
+        if not atol or leaf.device.type == "meta" or leaf.numel() == 0:
+            continue
+        finite = leaf.detach()[leaf.detach().isfinite()]
+        scale = float(finite.abs().max()) if finite.numel() else 0.0
+        if 0.0 < scale < OWN_SCALE * atol:
+            notes.append(
+                Note(
+                    f"note: output{path}: the case's atol {atol:g} is not small against the "
+                    f"output (max |eager| {scale:.3g} < {OWN_SCALE} x atol): a program off by "
+                    f"up to {atol:g} passes"
+                )
+            )
+    return notes
 
 
 def signal_inside(record: Any, tolerance: Tolerance, why: str) -> list[str]:

@@ -53,3 +53,16 @@ def test_a_case_atol_is_the_case_s_choice() -> None:
     want = torch.linspace(-1.65e-5, 1.65e-5, 8)
     case = Tolerance(atol=1e-5)
     assert compare_trees(want, 0.5 * want, tolerance=case, reference=float64_of(want)) == []
+
+
+def test_a_case_atol_not_small_against_the_output_is_noted() -> None:
+    from pytest_exportcheck.checks.signal import loose_atol
+
+    output = {"logits": torch.linspace(-2e-4, 2e-4, 8), "big": torch.ones(3)}
+    (note,) = loose_atol(output, Tolerance(atol=1e-5))
+    assert note == (
+        "note: output['logits']: the case's atol 1e-05 is not small against the output "
+        "(max |eager| 0.0002 < 1000 x atol): a program off by up to 1e-05 passes"
+    )
+    assert loose_atol(output, Tolerance()) == []  # the default atol: compared at its scale
+    assert loose_atol(output, Tolerance(atol=0.0)) == []
