@@ -70,7 +70,15 @@ def shape_signal(output: Any, tolerance: Tolerance, sized: Mapping[int, SizedLea
     for index, (path, leaf) in enumerate(flatten_with_paths(output)[0]):
         built = sized.get(index)
         reason = _leaf_without_signal(leaf, tolerance) if built and built.symbolic else None
-        if reason:
+        if reason and built.follows:
+            notes.append(
+                Note(
+                    f"note: output{path}: {reason}, built from sizes alone: parity compared its "
+                    f"shape {built.shape}, fixed in this program but following the inputs "
+                    f"({built.follows} with every input dim free), not values"
+                )
+            )
+        elif reason:
             notes.append(
                 Note(
                     f"note: output{path}: {reason}, built from sizes alone: parity compared its "

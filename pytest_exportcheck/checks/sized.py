@@ -18,13 +18,23 @@ apart is read from the captured graph, not guessed from eager:
   (``u0`` from ``item()`` or ``nonzero``) or a dynamic dim (``2*s77``). A shape
   fixed in the program (a static capture) is a constant like the values.
 
+A static capture holds every shape fixed, ``dynamic_shape_constructor``'s
+``[6]`` too, though it follows the input (``[8]`` for 4 rows). Only there, and
+only where the output would otherwise be vacuous, ``free_dims`` asks one more
+program: a non-strict export of the model with every input dim ``Dim.AUTO``.
+Where that program computes the leaf's shape (``[2*s77]``), the shape follows
+the inputs, and comparing it at the case's inputs can fail; where it keeps it
+fixed (``torch.zeros(3, 5)``), or cannot be made, nothing changes.
+
 Dtypes are never symbolic in a graph: a dtype that follows an input is fixed in
 the program like a static shape, so it is not counted.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, replace
+from types import SimpleNamespace
 from typing import Any
 
 import torch
@@ -53,10 +63,12 @@ SHAPE_ONLY_READERS = frozenset(
 @dataclass(frozen=True)
 class SizedLeaf:
     """An output leaf the program builds from sizes alone: its shape, and whether the
-    program computes it (``symbolic``) or holds it fixed."""
+    program computes it (``symbolic``) or holds it fixed. ``follows``: for a fixed
+    shape, the shape an export with every input dim free gave it (``free_dims``)."""
 
     shape: str
     symbolic: bool
+    follows: str = ""
 
 
 def sized_leaves(record: Any, output: Any) -> dict[int, SizedLeaf]:
@@ -151,3 +163,31 @@ def _from_sizes(node: torch.fx.Node) -> bool:
             elif value is None:
                 return False  # no recorded value: a size cannot be told from data
     return True
+
+
+def free_dims(subject: Any, output: Any, sized: dict[int, SizedLeaf]) -> dict[int, SizedLeaf]:
+    """``sized`` with each fixed-shape leaf's shape as an export with every input dim
+    left free (``Dim.AUTO``) computes it, where that export makes it symbolic."""
+    fixed = [index for index, leaf in sized.items() if not leaf.symbolic]
+    if not fixed:
+        return sized
+    args, kwargs = subject.inputs_copy()
+    dims = torch.export.ShapesCollection()
+    for tensor in pytree.tree_leaves((args, kwargs)):
+        if isinstance(tensor, torch.Tensor):
+            dims[tensor] = {dim: torch.export.Dim.AUTO for dim in range(tensor.dim())}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the probe's own, not the case's
+            program = torch.export.export(
+                subject.model_copy(), args, kwargs, dynamic_shapes=dims, strict=False
+            )
+    except Exception:
+        return sized  # no such program: no evidence, the shape stays fixed
+    free = sized_leaves(SimpleNamespace(graph_module=program.graph_module, program=program), output)
+    found = dict(sized)
+    for index in fixed:
+        probe = free.get(index)
+        if probe is not None and probe.symbolic:
+            found[index] = replace(sized[index], symbolic=True, follows=probe.shape)
+    return found

@@ -3,8 +3,9 @@
 ExportDB's ``constrain_as_size_example`` returns ``torch.zeros((x.item(), 5))`` and
 ``dynamic_shape_constructor`` ``torch.zeros(x.shape[0] * 2)``: zeros on purpose, the
 point is the shape (``ep.module()(torch.tensor(2)).shape == (2, 5)``). Where the
-program computes that shape (a symbolic dim in its graph), a wrong one fails the
-shape comparison: parity can fail, and the item passes. An output constant *and*
+program computes that shape (a symbolic dim in its graph), or a static program
+holds a shape that an export with every input dim free computes, a wrong one
+fails the shape comparison: parity can fail, and the item passes. An output constant *and*
 fixed in shape still fails as vacuous, and so does a zero head whose shape follows a
 dynamic batch (its values are the point: it reads its weight).
 """
@@ -129,26 +130,26 @@ def test_dynamic_shape_constructor_with_a_dynamic_dim_is_not_vacuous(
     result.assert_outcomes(passed=2)
 
 
-def test_dynamic_shape_constructor_static_is_vacuous_with_the_way_out(
-    sized: pytest.Pytester,
-) -> None:
-    """Static, the program holds zeros(6): constant in value and in shape."""
+def test_dynamic_shape_constructor_static_is_not_vacuous(sized: pytest.Pytester) -> None:
+    """Static, the program holds zeros(6), but an export with the input's dims free
+    computes zeros(2*s0): the shape follows the input, and a wrong one fails.
+
+    (The dynamo path is left out: the graph module torch 2.13's
+    dynamo_graph_capture_for_export makes of this model raises ``NameError: name
+    '_fn_args' is not defined`` when called, in plain torch too.)
+    """
     text = EXPORTDB.format(
         name="dynamic_shape_constructor",
         cls="DynamicShapeConstructor",
         arg="{shape: [3, 2]}",
         extra="",
-    ).replace("[export, export-strict, dynamo, dynamo-legacy]", "[export]")
+    ).replace(
+        "[export, export-strict, dynamo, dynamo-legacy]", "[export, export-strict, dynamo-legacy]"
+    )
     write_cases(sized, text)
     result = sized.runpytest("--exportcheck", "-p", "no:xdist")
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
-        [
-            "*- vacuous: no output of eager carries signal (output: all 6 elements are 0.0, "
-            "built from sizes alone, its shape [[]6[]] fixed in the program); *where it follows an input dim, "
-            "declare that dim dynamic (`dynamic:`)*"
-        ]
-    )
+    result.assert_outcomes(passed=3)
+    result.stdout.no_fnmatch_line("*vacuous: *")
 
 
 def test_an_unbacked_size_is_compared_and_noted(sized: pytest.Pytester) -> None:
@@ -168,7 +169,9 @@ def test_constant_zeros_of_a_fixed_shape_stay_vacuous(sized: pytest.Pytester) ->
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*- vacuous: *(output: all 15 elements are 0.0, built from sizes alone, its shape [[]3, 5[]]*"
+            "*- vacuous: *(output: all 15 elements are 0.0, built from sizes alone, its shape "
+            "[[]3, 5[]] fixed in the program); *where it follows an input dim, declare that dim "
+            "dynamic (`dynamic:`), else xfail parity (nothing to compare)"
         ]
     )
 

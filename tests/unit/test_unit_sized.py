@@ -94,3 +94,41 @@ def test_a_constant_with_a_fixed_shape_stays_without_signal() -> None:
 def test_a_leaf_with_values_needs_no_note() -> None:
     output = torch.arange(4.0)
     assert shape_signal(output, Tolerance(), {0: SizedLeaf("[s0]", True)}) == []
+
+
+class FixedAndFollowing(nn.Module):
+    def forward(self, x):
+        return torch.zeros(3, 5), torch.zeros(x.shape[0] * 2)
+
+
+def subject_of(model: nn.Module, *args: torch.Tensor) -> SimpleNamespace:
+    return SimpleNamespace(
+        model_copy=lambda: model, inputs_copy=lambda: (tuple(a.clone() for a in args), {})
+    )
+
+
+def test_free_dims_tells_a_static_shape_that_follows_the_inputs() -> None:
+    from pytest_exportcheck.checks.sized import free_dims
+
+    model, x = FixedAndFollowing(), torch.randn(3, 2)
+    static = torch.export.export(model, (x,))
+    sized = sized_leaves(
+        SimpleNamespace(graph_module=static.graph_module, program=static), model(x)
+    )
+    assert sized == {0: SizedLeaf("[3, 5]", False), 1: SizedLeaf("[6]", False)}
+    found = free_dims(subject_of(model, x), model(x), sized)
+    assert found[0] == SizedLeaf("[3, 5]", False)
+    assert found[1].symbolic and found[1].shape == "[6]" and found[1].follows.startswith("[2*s")
+    (note,) = shape_signal(model(x), Tolerance(), found)
+    assert "parity compared its shape [6], fixed in this program but following the inputs" in note
+
+
+def test_free_dims_without_such_a_program_leaves_the_shape_fixed() -> None:
+    from pytest_exportcheck.checks.sized import free_dims
+
+    def refuse() -> nn.Module:
+        raise RuntimeError("no model")
+
+    sized = {0: SizedLeaf("[6]", False)}
+    subject = SimpleNamespace(model_copy=refuse, inputs_copy=lambda: ((torch.randn(3, 2),), {}))
+    assert free_dims(subject, torch.zeros(6), sized) == sized
