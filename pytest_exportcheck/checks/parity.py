@@ -11,10 +11,12 @@ Each side runs on its own copy with cloned inputs, for ``expect.parity.steps``
 calls (state-carrying models are compared after each). Outputs must have the
 same pytree structure, dtypes and shapes, and values within tolerance (the
 ``torch.testing.assert_close`` per-dtype defaults unless the case sets
-``atol``/``rtol``). Outputs wholly within atol of zero are compared at
-their own scale, and constant outputs, which cannot fail any comparison,
-hand the work to the submodule outputs (``signal.py``); with no signal
-anywhere the item fails as vacuous. A failure names the output leaf, the max
+``atol``/``rtol``). Outputs whose largest magnitude is below 1000 x atol
+are compared at their own scale, and constant outputs, which cannot fail any
+comparison, hand the work to the submodule outputs (``signal.py``); with no
+signal anywhere the item fails as vacuous. A constant output the program
+builds from sizes alone, with a shape it computes (``sized.py``), carries
+signal in that shape. A failure names the output leaf, the max
 abs and rel error, the worst index, the mismatched/total count and the tolerance used (and, for
 the ``fp64`` and ``cosine`` policies of ``tolerance.py``, the numbers that
 policy compared — ``fp64`` against a float64 eager run, which the default
@@ -31,7 +33,8 @@ from torch.utils import _pytree as pytree
 from pytest_exportcheck.capture.joint import JointRecord
 from pytest_exportcheck.capture.record import CaptureRecord
 from pytest_exportcheck.checks.localize import first_divergence
-from pytest_exportcheck.checks.signal import no_signal, signal_inside
+from pytest_exportcheck.checks.signal import loose_atol, no_signal, shape_signal, signal_inside
+from pytest_exportcheck.checks.sized import free_dims, sized_leaves
 from pytest_exportcheck.checks.steps import fp64_output
 from pytest_exportcheck.compare_values import Tolerance, compare_trees
 from pytest_exportcheck.failures import Note, describe_exception
@@ -48,9 +51,15 @@ def check_parity(case: Case, record: CaptureRecord) -> list[str]:
         eager_steps = subject.eager_steps(steps)
     except Exception as exc:
         return [describe_exception(exc, context="eager raised")]
-    why = no_signal(eager_steps[0].output, tolerance)
+    output = eager_steps[0].output
+    sized = sized_leaves(record, output)
+    why = no_signal(output, tolerance, sized)
+    if why and sized:  # a static shape may still follow the inputs: one more program asked
+        sized = free_dims(subject, output, sized)
+        why = no_signal(output, tolerance, sized)
     # Outputs that cannot tell a wrong program from a right one: the submodules must.
     findings: list[str] = signal_inside(record, tolerance, why) if why else []
+    findings += shape_signal(output, tolerance, sized) + loose_atol(output, tolerance)
     diverged: list[str] = []  # labels of the programs whose outputs differ
     for runnable in record.runnables():
         label = runnable.label

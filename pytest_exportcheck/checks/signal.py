@@ -5,9 +5,9 @@ absolute tolerance — torchvision's mobilenet_v2 1e-13 to 3e-7 — or exactly 0
 (vit_b_16's zero-initialized head), and every program passes ``allclose``
 against them, one that returns ``-out`` or ``1000 * out`` too. Two remedies:
 
-* a leaf whose every element is within atol of zero, but not all zero, is
-  compared at its own scale (``compare_values.py``: atol x max |eager|), where a
-  negated or scaled program fails;
+* a leaf whose largest magnitude is below 1000 x atol, but not all zero, is
+  compared at its own scale (``compare_values.own_scale``: atol = max |eager| /
+  1000), where a negated or halved program fails;
 * a leaf that is *constant* — a single element that is 0, or elements all
   equal — cannot tell programs apart at any scale. When no leaf carries
   signal, the submodule outputs are compared (eager and ``unflatten(ep)``,
@@ -15,28 +15,77 @@ against them, one that returns ``-out`` or ``1000 * out`` too. Two remedies:
   item fails as *vacuous*, with the way out (``model.init: fan_in`` redraws
   the parameters, seeded, keeping activations at scale), since the root's
   own ops after its last submodule are still unchecked.
+
+A constant leaf the program builds from sizes alone (``sized.py``: zeros of
+``x.item()`` rows) carries signal in its shape where the program computes that
+shape (a symbolic dim): a wrong size fails the shape comparison, so it is not
+vacuous (a note says parity compared its shape). With its shape fixed in the
+program it is constant in every way: vacuous, and the way out is a dynamic dim,
+not ``model.init``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import torch
 
 from pytest_exportcheck.checks.localize import hooked_calls
-from pytest_exportcheck.compare_values import Tolerance, compare_trees, flatten_with_paths
+from pytest_exportcheck.checks.sized import SizedLeaf
+from pytest_exportcheck.compare_values import (
+    OWN_SCALE,
+    Tolerance,
+    compare_trees,
+    flatten_with_paths,
+)
+from pytest_exportcheck.failures import Note
 
 
-def no_signal(output: Any, tolerance: Tolerance) -> str | None:
-    """Why no leaf of ``output`` carries signal (one reason per leaf), or None if one does."""
+def no_signal(
+    output: Any, tolerance: Tolerance, sized: Mapping[int, SizedLeaf] | None = None
+) -> str | None:
+    """Why no leaf of ``output`` carries signal (one reason per leaf), or None if one does.
+
+    ``sized``: the leaves the program builds from sizes alone (``sized.py``), by index.
+    """
     reasons = []
-    for path, leaf in flatten_with_paths(output)[0]:
+    for index, (path, leaf) in enumerate(flatten_with_paths(output)[0]):
         reason = _leaf_without_signal(leaf, tolerance)
+        built = (sized or {}).get(index)
+        if reason and built is not None:
+            if built.symbolic:
+                return None  # the program computes its shape: a wrong one fails
+            reason += f", built from sizes alone, its shape {built.shape} fixed in the program"
         if reason is None:
             return None
         if reason:
             reasons.append(f"output{path}: {reason}")
     return "; ".join(reasons) if reasons else None
+
+
+def shape_signal(output: Any, tolerance: Tolerance, sized: Mapping[int, SizedLeaf]) -> list[Note]:
+    """Notes for the constant leaves whose signal is their shape, which the program computes."""
+    notes = []
+    for index, (path, leaf) in enumerate(flatten_with_paths(output)[0]):
+        built = sized.get(index)
+        reason = _leaf_without_signal(leaf, tolerance) if built and built.symbolic else None
+        if reason and built.follows:
+            notes.append(
+                Note(
+                    f"note: output{path}: {reason}, built from sizes alone: parity compared its "
+                    f"shape {built.shape}, fixed in this program but following the inputs "
+                    f"({built.follows} with every input dim free), not values"
+                )
+            )
+        elif reason:
+            notes.append(
+                Note(
+                    f"note: output{path}: {reason}, built from sizes alone: parity compared its "
+                    f"shape {built.shape}, which the program computes from its inputs, not values"
+                )
+            )
+    return notes
 
 
 def _leaf_without_signal(leaf: Any, tolerance: Tolerance) -> str | None:
@@ -53,6 +102,33 @@ def _leaf_without_signal(leaf: Any, tolerance: Tolerance) -> str | None:
     return None
 
 
+def loose_atol(output: Any, tolerance: Tolerance) -> list[Note]:
+    """Notes for the leaves a case's own atol is not small against.
+
+    ``compare_values.own_scale`` compares such a leaf at its scale only under the
+    dtype's default atol: an atol the case states is kept as written, and this says
+    what it lets through.
+    """
+    notes = []
+    for path, leaf in flatten_with_paths(output)[0]:
+        if not isinstance(leaf, torch.Tensor) or not leaf.is_floating_point():
+            continue
+        atol = tolerance.resolve(leaf.dtype, leaf.device).atol
+        if not atol or leaf.device.type == "meta" or leaf.numel() == 0:
+            continue
+        finite = leaf.detach()[leaf.detach().isfinite()]
+        scale = float(finite.abs().max()) if finite.numel() else 0.0
+        if 0.0 < scale < OWN_SCALE * atol:
+            notes.append(
+                Note(
+                    f"note: output{path}: the case's atol {atol:g} is not small against the "
+                    f"output (max |eager| {scale:.3g} < {OWN_SCALE} x atol): a program off by "
+                    f"up to {atol:g} passes"
+                )
+            )
+    return notes
+
+
 def signal_inside(record: Any, tolerance: Tolerance, why: str) -> list[str]:
     """With outputs that carry no signal (``why``): findings from the submodule outputs.
 
@@ -64,6 +140,13 @@ def signal_inside(record: Any, tolerance: Tolerance, why: str) -> list[str]:
         "Parity cannot fail on these outputs: set `model.init: fan_in` to redraw the "
         "parameters (seeded, activations kept at scale), or give inputs for which they vary"
     )
+    if all("built from sizes alone" in reason for reason in why.split("; ")):
+        # Constant by construction: neither a redraw nor other values change them.
+        way_out = (
+            "Parity cannot fail on these outputs: they are built from sizes alone, so only "
+            "a shape the program computes could differ; where it follows an input dim, "
+            "declare that dim dynamic (`dynamic:`), else xfail parity (nothing to compare)"
+        )
     if make is None:
         return [
             f"vacuous: no output of eager carries signal ({why}), and {record.capture} has "

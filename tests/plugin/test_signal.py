@@ -33,6 +33,22 @@ class Tiny(nn.Module):
         return out * self.factor if exporting() else out
 
 
+class JustAboveAtol(nn.Module):
+    """Outputs of largest magnitude 1.65e-5, as efficientnet_v2_s's at random
+    initialization: just above float32's atol 1e-5, so atol is most of the output."""
+
+    def __init__(self, exported_factor=1.0):
+        super().__init__()
+        self.body = nn.Linear(4, 16)
+        self.head = nn.Linear(16, 4)
+        self.factor = exported_factor
+
+    def forward(self, x):
+        out = self.head(torch.tanh(self.body(x)))
+        out = out / out.abs().max() * 1.65e-5
+        return out * self.factor if exporting() else out
+
+
 class ZeroHead(nn.Module):
     """A body with signal and a zero-initialized head, as vit_b_16's."""
 
@@ -106,7 +122,26 @@ def test_a_negated_or_scaled_tiny_output_fails_at_its_scale(
     result.stdout.fnmatch_lines(
         [
             "*- output: 8 / 8 elements outside tolerance (atol=*, rtol=1.3e-06, float32 default, "
-            "at the output's scale: every element within 1e-05 of zero)*"
+            "at the output's scale: max |eager| * < 1000 x atol 1e-05)*"
+        ]
+    )
+
+
+def test_an_output_just_above_atol_honestly_exported_passes(signal: pytest.Pytester) -> None:
+    run(signal, "JustAboveAtol").assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize("factor", [0.5, -1.0])
+def test_an_output_just_above_atol_is_compared_at_its_scale(
+    signal: pytest.Pytester, factor: float
+) -> None:
+    """Against atol 1e-5, 0.5 * out (errors up to 8.3e-6) would pass: atol is the output's size."""
+    result = run(signal, "JustAboveAtol", f"{{exported_factor: {factor}}}")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*- output: * / 8 elements outside tolerance (atol=1.65e-08, rtol=1.3e-06, float32 "
+            "default, at the output's scale: max |eager| 1.65e-05 < 1000 x atol 1e-05)*"
         ]
     )
 
