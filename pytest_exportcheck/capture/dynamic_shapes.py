@@ -24,7 +24,7 @@ from torch.utils import _pytree as pytree
 
 from pytest_exportcheck.failures import CaptureError, CaseError, capture_error
 from pytest_exportcheck.isolation import render_input_path
-from pytest_exportcheck.spec.dynamic import DynamicSpec
+from pytest_exportcheck.spec.dynamic import DynamicSpec, Placement
 
 if TYPE_CHECKING:
     from pytest_exportcheck.subject import Subject
@@ -60,7 +60,7 @@ def dynamic_shapes(
         )
     wanted: dict[str, dict[int, Any]] = {}
     for placement in spec.placements:
-        wanted.setdefault(placement.path, {})[placement.index] = dims[placement.dim]
+        wanted.setdefault(placement.path, {})[placement.index] = _torch_dim(placement, dims)
     found: set[str] = set()
 
     def spec_for(path: tuple[Any, ...], leaf: Any) -> Any:
@@ -82,6 +82,18 @@ def dynamic_shapes(
     except TypeError as exc:
         raise DynamicShapesError(f"cannot bind the inputs to forward's parameters: {exc}") from exc
     return dict(bound.arguments)
+
+
+def _torch_dim(placement: Placement, dims: dict[str, Any]) -> Any:
+    """The named dim, or the marker with its range (``Dim.DYNAMIC(min=1, max=64)``)."""
+    made = dims[placement.dim]
+    marker = placement.marker
+    if marker is None or (marker.min is None and marker.max is None):
+        return made
+    try:
+        return made(min=marker.min, max=marker.max)
+    except TypeError as exc:  # torch before ranged hints: Dim.DYNAMIC is not callable
+        raise DynamicShapesError(f"this torch's Dim.{marker.kind.upper()} takes no range") from exc
 
 
 def dim_constraints(
