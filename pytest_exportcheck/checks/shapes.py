@@ -30,13 +30,21 @@ import torch
 from pytest_exportcheck.build import BuildError, build_inputs, factory_takes_dims
 from pytest_exportcheck.capture.record import CaptureRecord
 from pytest_exportcheck.capture.symbolic import KeptDim, kept_dims
+from pytest_exportcheck.checks.shape_markers import (
+    marker_examples,
+    marker_ranges,
+    marker_verdicts,
+    sizing_spec,
+    specialized_sizes,
+    specialized_verdict,
+)
 from pytest_exportcheck.checks.signal import no_signal
 from pytest_exportcheck.checks.steps import compare_step, lifted_state
 from pytest_exportcheck.compare_values import Tolerance, compare_trees
 from pytest_exportcheck.failures import Note, exception_text
 from pytest_exportcheck.isolation import clone_tree, flat_inputs, seeded, to_device
 from pytest_exportcheck.spec import Case
-from pytest_exportcheck.spec.dynamic import MARKERS, DynamicSpec, resized_inputs, tensor_paths
+from pytest_exportcheck.spec.dynamic import DynamicSpec, Placement, resized_inputs, tensor_paths
 
 # Elements per input at the largest checked size: a declared max of 512 x 64 would
 # make every size check a benchmark. The size actually run is said.
@@ -49,7 +57,9 @@ PROGRAM = "\x00"
 def check_shapes(case: Case, record: CaptureRecord) -> list[str]:
     spec = case.dynamic
     assert spec is not None  # the item exists only for cases with dynamic dims
-    findings = declared_vs_recorded(spec, record)
+    kept = kept_dims(record, spec)
+    findings = declared_vs_recorded(spec, record, kept)
+    findings += marker_verdicts(spec, kept, record.capture)
     # Sizes are made from the case's tensor specs, or by a factory that takes ``dims``;
     # the Python API's caller gives inputs in one size.
     if not case.inputs or ("factory" in case.inputs and not factory_takes_dims(case)):
@@ -57,29 +67,36 @@ def check_shapes(case: Case, record: CaptureRecord) -> list[str]:
         return [*findings, Note(f"note: sizes not run: the inputs come in one size ({why})")]
     if "factory" in case.inputs:
         spec = dataclasses.replace(spec, example=built_sizes(spec, record))
-    findings += across_sizes(case, record, spec)
-    findings += stepped_at_another_size(case, record, spec)
-    findings += outside_range(case, record, spec)
+    # Markers torch kept dynamic are run across sizes as named dims are.
+    examples = marker_examples(spec, record.subject.pristine_inputs)
+    ranges = marker_ranges(spec, kept, examples, sized="factory" not in case.inputs)
+    sized = sizing_spec(spec, ranges, examples)
+    findings += across_sizes(case, record, sized)
+    findings += stepped_at_another_size(case, record, sized)
+    unbounded = {p.key() for p in spec.markers() if p.marker and p.marker.max is None}
+    findings += outside_range(case, record, sized, skip=unbounded)
+    findings += specialized_markers(case, record, spec, kept, examples)
     return findings
 
 
 # --- declared vs recorded ---------------------------------------------------------------
 
 
-def declared_vs_recorded(spec: DynamicSpec, record: CaptureRecord) -> list[str]:
+def declared_vs_recorded(
+    spec: DynamicSpec, record: CaptureRecord, kept_by: dict[Placement, KeptDim]
+) -> list[str]:
     """Each declared dim symbolic in the placeholders, with the declared range; where a
-    guard narrowed it, the guard's frame in the model's code."""
+    guard narrowed it, the guard's frame in the model's code (markers: shape_markers)."""
     findings: list[str] = []
-    for placement, kept in kept_dims(record, spec).items():
+    for placement, kept in kept_by.items():
+        if placement.marker is not None:
+            continue
         what = f"{placement.dim} ({placement.describe()})"
         if kept.kind == "static":
-            if placement.dim in MARKERS:
-                findings.append(Note(f"note: {what} was made static: {kept.size}"))
-            else:
-                findings.append(
-                    f"declared dim {what} was specialized to {kept.size}: {record.capture} "
-                    "made it static, so the program takes only that size"
-                )
+            findings.append(
+                f"declared dim {what} was specialized to {kept.size}: {record.capture} "
+                "made it static, so the program takes only that size"
+            )
             continue
         declared = spec.named.get(placement.dim)
         if declared is not None and kept.expr is not None:
@@ -93,9 +110,6 @@ def declared_vs_recorded(spec: DynamicSpec, record: CaptureRecord) -> list[str]:
         low, high = kept.range
         source = "ep.range_constraints" if _is_program(record) else "the graph's ShapeEnv"
         if declared is None:
-            if placement.dim in MARKERS:  # torch chose the range: say what it chose
-                at = _narrowed_at(kept, low > 0, high != "inf")
-                findings.append(Note(f"note: {what} recorded as [{low}, {high}] ({source}){at}"))
             continue
         if kept.range != (declared.min, declared.max):
             at = _narrowed_at(kept, low != declared.min, high != declared.max)
@@ -250,7 +264,9 @@ def stepped_at_another_size(case: Case, record: CaptureRecord, spec: DynamicSpec
 # --- sizes outside the range ------------------------------------------------------------
 
 
-def outside_range(case: Case, record: CaptureRecord, spec: DynamicSpec) -> list[str]:
+def outside_range(
+    case: Case, record: CaptureRecord, spec: DynamicSpec, skip: set[str] | None = None
+) -> list[str]:
     """Above max every program must refuse; below min too where min > 2 (torch does not
     enforce lower bounds of 0-2 at run time: there the result is judged instead).
 
@@ -263,6 +279,8 @@ def outside_range(case: Case, record: CaptureRecord, spec: DynamicSpec) -> list[
     tolerance = Tolerance.of_case(case)
     findings: list[str] = []
     for name, dim in spec.named.items():
+        if name in (skip or ()):
+            continue  # a marker the case gave no max: its range is torch's to choose
         tries = [(dim.max + 1, f"above {name}'s max {dim.max}")]
         if dim.min >= 1:
             tries.append((dim.min - 1, f"below {name}'s min {dim.min}"))
@@ -315,6 +333,37 @@ def _programs_at(record: CaptureRecord, inputs: Any, seed: int) -> list[tuple[st
         (runnable.label, *_run(lambda r=runnable: r.make()[0], inputs, seed))
         for runnable in record.runnables()
     ]
+
+
+def specialized_markers(
+    case: Case,
+    record: CaptureRecord,
+    spec: DynamicSpec,
+    kept: dict[Placement, KeptDim],
+    examples: Sizes,
+) -> list[str]:
+    """An ``auto``/``dynamic`` marker torch made static, run at the next size: where
+    eager computes it and a program refuses, the dim the user expected to vary does not."""
+    findings: list[str] = []
+    for placement, other, sized in specialized_sizes(spec, kept, examples):
+        if "factory" in case.inputs and (placement.marker is None or not placement.marker.name):
+            continue  # a factory cannot be asked for an unnamed marker's size
+        roots = {n: sized.example.get(n, d.min) for n, d in sized.named.items()}
+        roots[placement.key()] = other
+        inputs = _inputs_at(case, sized, roots, record.subject.device)
+        if isinstance(inputs, BuildError):
+            continue
+        _, eager_error = _run(lambda: record.subject.model_copy(), inputs, case.seed)
+        what = f"{placement.label()} ({placement.describe()})"
+        if eager_error is not None:
+            findings.append(Note(f"note: {what} is static; eager refuses {other} too"))
+            continue
+        refused = [(p, e) for p, _, e in _programs_at(record, inputs, case.seed) if e]
+        if refused:
+            size = kept[placement].size
+            labels = [p for p, _ in refused]
+            findings.append(specialized_verdict(placement, size or 0, other, labels, refused[0][1]))
+    return findings
 
 
 # --- running -------------------------------------------------------------------------------

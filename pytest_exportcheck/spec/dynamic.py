@@ -306,7 +306,8 @@ def _marker_problem(
     if shape is None:
         return None
     if placement.index >= len(shape):
-        return f"{placement.path} has {len(shape)} dimension(s) (shape {shape}): no dim {placement.index}"
+        rank = len(shape)
+        return f"{placement.path} has {rank} dimension(s) (shape {shape}): no dim {placement.index}"
     size = shape[placement.index]
     low = 0 if marker.min is None else marker.min
     if size < low or (marker.max is not None and size > marker.max):
