@@ -295,7 +295,7 @@ def outside_range(
             where = f"at {_show(sizes)} ({why})"
             found: dict[str, list[str]] = {}
             agreeing = []
-            for program, got, error in _programs_at(record, inputs, case.seed):
+            for program, got, error, nan in _programs_with_state(record, inputs, case.seed):
                 if error is not None:
                     continue  # refused, as it should be
                 if enforced and (size > dim.max or size > 2):
@@ -312,6 +312,8 @@ def outside_range(
                     what = (
                         f"{PROGRAM} computed a result where eager raised {eager_error} ({why_run})"
                     )
+                    if nan:  # the state every later call reads is lost, not only this output
+                        what += f", and left {', '.join(nan)} NaN"
                 else:
                     names = ("eager", program)
                     problems = compare_trees(eager, got, tolerance=tolerance, names=names)
@@ -330,8 +332,38 @@ def outside_range(
 def _programs_at(record: CaptureRecord, inputs: Any, seed: int) -> list[tuple[str, Any, Any]]:
     """``(label, output, error)`` of every way of running the capture, each made fresh."""
     return [
-        (runnable.label, *_run(lambda r=runnable: r.make()[0], inputs, seed))
-        for runnable in record.runnables()
+        (label, out, error) for label, out, error, _ in _programs_with_state(record, inputs, seed)
+    ]
+
+
+def _programs_with_state(
+    record: CaptureRecord, inputs: Any, seed: int
+) -> list[tuple[str, Any, Any, list[str]]]:
+    """``(label, output, error, buffers left non-finite)``: a train-mode BatchNorm run
+    at batch 1 computes, and leaves ``running_var`` NaN (an unbiased variance of one
+    value), which every later call reads."""
+    results = []
+    for runnable in record.runnables():
+        made: list[Any] = []
+
+        def make(r: Any = runnable, into: list[Any] = made) -> Any:
+            call, module = r.make()
+            into.append(module)
+            return call
+
+        out, error = _run(make, inputs, seed)
+        results.append((runnable.label, out, error, _nonfinite_buffers(made)))
+    return results
+
+
+def _nonfinite_buffers(made: list[Any]) -> list[str]:
+    module = made[0] if made else None
+    if not isinstance(module, torch.nn.Module):
+        return []
+    return [
+        name
+        for name, buffer in module.named_buffers()
+        if buffer.is_floating_point() and not bool(torch.isfinite(buffer).all())
     ]
 
 
