@@ -26,9 +26,13 @@ from typing import Any
 
 import torch
 
+from pytest_exportcheck.build import BuildError
+from pytest_exportcheck.capture.record import CaptureRecord
 from pytest_exportcheck.capture.symbolic import KeptDim
+from pytest_exportcheck.checks.shape_runs import Sizes, inputs_at, programs_at, run_once
 from pytest_exportcheck.failures import Note
 from pytest_exportcheck.isolation import flat_inputs
+from pytest_exportcheck.spec import Case
 from pytest_exportcheck.spec.dynamic import DynamicSpec, NamedDim, Placement
 
 
@@ -170,3 +174,34 @@ def specialized_verdict(
             "of 2 or more keeps it dynamic)"
         )
     return Note(f"note: {what} (Dim.AUTO lets torch specialize it)")
+
+
+def specialized_markers(
+    case: Case,
+    record: CaptureRecord,
+    spec: DynamicSpec,
+    kept: dict[Placement, KeptDim],
+    examples: Sizes,
+) -> list[str]:
+    """An ``auto``/``dynamic`` marker torch made static, run at the next size: where
+    eager computes it and a program refuses, the dim the user expected to vary does not."""
+    findings: list[str] = []
+    for placement, other, sized in specialized_sizes(spec, kept, examples):
+        if "factory" in case.inputs and (placement.marker is None or not placement.marker.name):
+            continue  # a factory cannot be asked for an unnamed marker's size
+        roots = {n: sized.example.get(n, d.min) for n, d in sized.named.items()}
+        roots[placement.key()] = other
+        inputs = inputs_at(case, sized, roots, record.subject.device)
+        if isinstance(inputs, BuildError):
+            continue
+        _, eager_error = run_once(lambda: record.subject.model_copy(), inputs, case.seed)
+        what = f"{placement.label()} ({placement.describe()})"
+        if eager_error is not None:
+            findings.append(Note(f"note: {what} is static; eager refuses {other} too"))
+            continue
+        refused = [(p, e) for p, _, e in programs_at(record, inputs, case.seed) if e]
+        if refused:
+            size = kept[placement].size
+            labels = [p for p, _ in refused]
+            findings.append(specialized_verdict(placement, size or 0, other, labels, refused[0][1]))
+    return findings

@@ -23,11 +23,8 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from typing import Any
 
-import torch
-
-from pytest_exportcheck.build import BuildError, build_inputs, factory_takes_dims
+from pytest_exportcheck.build import BuildError, factory_takes_dims
 from pytest_exportcheck.capture.record import CaptureRecord
 from pytest_exportcheck.capture.symbolic import KeptDim, kept_dims
 from pytest_exportcheck.checks.shape_markers import (
@@ -35,23 +32,29 @@ from pytest_exportcheck.checks.shape_markers import (
     marker_ranges,
     marker_verdicts,
     sizing_spec,
-    specialized_sizes,
-    specialized_verdict,
+    specialized_markers,
+)
+from pytest_exportcheck.checks.shape_runs import (
+    PROGRAM,
+    Sizes,
+    built_sizes,
+    grouped,
+    inputs_at,
+    programs_at,
+    programs_with_state,
+    run_once,
+    show_sizes,
 )
 from pytest_exportcheck.checks.signal import no_signal
 from pytest_exportcheck.checks.steps import compare_step, lifted_state
 from pytest_exportcheck.compare_values import Tolerance, compare_trees
-from pytest_exportcheck.failures import Note, exception_text
-from pytest_exportcheck.isolation import clone_tree, flat_inputs, seeded, to_device
+from pytest_exportcheck.failures import Note
 from pytest_exportcheck.spec import Case
 from pytest_exportcheck.spec.dynamic import DynamicSpec, Placement, resized_inputs, tensor_paths
 
 # Elements per input at the largest checked size: a declared max of 512 x 64 would
 # make every size check a benchmark. The size actually run is said.
 SIZE_ELEMENTS_CAP = 1 << 20
-Sizes = dict[str, int]
-# Stands for the program(s) in a finding, so programs that fail alike share one line.
-PROGRAM = "\x00"
 
 
 def check_shapes(case: Case, record: CaptureRecord) -> list[str]:
@@ -194,16 +197,16 @@ def across_sizes(case: Case, record: CaptureRecord, spec: DynamicSpec) -> list[s
     tolerance = Tolerance.of_case(case)
     findings: list[str] = []
     for label, sizes in checked_sizes(case, spec):
-        where = f"at {_show(sizes)} ({label})"
-        inputs = _inputs_at(case, spec, sizes, record.subject.device)
+        where = f"at {show_sizes(sizes)} ({label})"
+        inputs = inputs_at(case, spec, sizes, record.subject.device)
         if isinstance(inputs, BuildError):
             findings.append(f"{where}: the inputs cannot be made at this size: {inputs}")
             continue
-        eager, eager_error = _run(lambda: record.subject.model_copy(), inputs, case.seed)
+        eager, eager_error = run_once(lambda: record.subject.model_copy(), inputs, case.seed)
         if eager_error is None and no_signal(eager, tolerance):
             findings.append(Note(f"note: {where}: no eager output carries signal"))
         found: dict[str, list[str]] = {}  # what went wrong (PROGRAM for the program) -> programs
-        for program, got, error in _programs_at(record, inputs, case.seed):
+        for program, got, error in programs_at(record, inputs, case.seed):
             what = None
             if eager_error is not None and error is None:
                 what = f"eager raised {eager_error}, but {PROGRAM} computed a result"
@@ -214,7 +217,7 @@ def across_sizes(case: Case, record: CaptureRecord, spec: DynamicSpec) -> list[s
                 what = problems[0].replace(program, PROGRAM) if problems else None
             if what is not None:
                 found.setdefault(what, []).append(program)
-        findings += _grouped(where, found)
+        findings += grouped(where, found)
     return findings
 
 
@@ -231,8 +234,8 @@ def stepped_at_another_size(case: Case, record: CaptureRecord, spec: DynamicSpec
         return []
     label, sizes = next((c for c in others if c[0] == "inside"), others[0])
     steps = case.expect.mutation_steps
-    where = f"at {_show(sizes)} ({label}), over {steps} steps"
-    inputs = _inputs_at(case, spec, sizes, record.subject.device)
+    where = f"at {show_sizes(sizes)} ({label}), over {steps} steps"
+    inputs = inputs_at(case, spec, sizes, record.subject.device)
     if isinstance(inputs, BuildError):
         return []  # across_sizes says so
     tolerance = Tolerance.of_case(case)
@@ -288,14 +291,14 @@ def outside_range(
             sizes = {**example, name: size}
             if _largest_input(case, spec, sizes) > SIZE_ELEMENTS_CAP:
                 continue
-            inputs = _inputs_at(case, spec, sizes, record.subject.device)
+            inputs = inputs_at(case, spec, sizes, record.subject.device)
             if isinstance(inputs, BuildError):
                 continue  # a factory that refuses a size outside the range: nothing to run
-            eager, eager_error = _run(lambda: record.subject.model_copy(), inputs, case.seed)
-            where = f"at {_show(sizes)} ({why})"
+            eager, eager_error = run_once(lambda: record.subject.model_copy(), inputs, case.seed)
+            where = f"at {show_sizes(sizes)} ({why})"
             found: dict[str, list[str]] = {}
             agreeing = []
-            for program, got, error, nan in _programs_with_state(record, inputs, case.seed):
+            for program, got, error, nan in programs_with_state(record, inputs, case.seed):
                 if error is not None:
                     continue  # refused, as it should be
                 if enforced and (size > dim.max or size > 2):
@@ -322,125 +325,8 @@ def outside_range(
                         continue
                     what = f"{PROGRAM} accepted it and " + problems[0].replace(program, PROGRAM)
                 found.setdefault(what, []).append(program)
-            findings += _grouped(where, found)
+            findings += grouped(where, found)
             if agreeing:
                 accepted = f"{', '.join(agreeing)} accept it and agree with eager"
                 findings.append(Note(f"note: {where}: {accepted}"))
     return findings
-
-
-def _programs_at(record: CaptureRecord, inputs: Any, seed: int) -> list[tuple[str, Any, Any]]:
-    """``(label, output, error)`` of every way of running the capture, each made fresh."""
-    return [
-        (label, out, error) for label, out, error, _ in _programs_with_state(record, inputs, seed)
-    ]
-
-
-def _programs_with_state(
-    record: CaptureRecord, inputs: Any, seed: int
-) -> list[tuple[str, Any, Any, list[str]]]:
-    """``(label, output, error, buffers left non-finite)``: a train-mode BatchNorm run
-    at batch 1 computes, and leaves ``running_var`` NaN (an unbiased variance of one
-    value), which every later call reads."""
-    results = []
-    for runnable in record.runnables():
-        made: list[Any] = []
-
-        def make(r: Any = runnable, into: list[Any] = made) -> Any:
-            call, module = r.make()
-            into.append(module)
-            return call
-
-        out, error = _run(make, inputs, seed)
-        results.append((runnable.label, out, error, _nonfinite_buffers(made)))
-    return results
-
-
-def _nonfinite_buffers(made: list[Any]) -> list[str]:
-    module = made[0] if made else None
-    if not isinstance(module, torch.nn.Module):
-        return []
-    return [
-        name
-        for name, buffer in module.named_buffers()
-        if buffer.is_floating_point() and not bool(torch.isfinite(buffer).all())
-    ]
-
-
-def specialized_markers(
-    case: Case,
-    record: CaptureRecord,
-    spec: DynamicSpec,
-    kept: dict[Placement, KeptDim],
-    examples: Sizes,
-) -> list[str]:
-    """An ``auto``/``dynamic`` marker torch made static, run at the next size: where
-    eager computes it and a program refuses, the dim the user expected to vary does not."""
-    findings: list[str] = []
-    for placement, other, sized in specialized_sizes(spec, kept, examples):
-        if "factory" in case.inputs and (placement.marker is None or not placement.marker.name):
-            continue  # a factory cannot be asked for an unnamed marker's size
-        roots = {n: sized.example.get(n, d.min) for n, d in sized.named.items()}
-        roots[placement.key()] = other
-        inputs = _inputs_at(case, sized, roots, record.subject.device)
-        if isinstance(inputs, BuildError):
-            continue
-        _, eager_error = _run(lambda: record.subject.model_copy(), inputs, case.seed)
-        what = f"{placement.label()} ({placement.describe()})"
-        if eager_error is not None:
-            findings.append(Note(f"note: {what} is static; eager refuses {other} too"))
-            continue
-        refused = [(p, e) for p, _, e in _programs_at(record, inputs, case.seed) if e]
-        if refused:
-            size = kept[placement].size
-            labels = [p for p, _ in refused]
-            findings.append(specialized_verdict(placement, size or 0, other, labels, refused[0][1]))
-    return findings
-
-
-# --- running -------------------------------------------------------------------------------
-
-
-def built_sizes(spec: DynamicSpec, record: CaptureRecord) -> Sizes:
-    """Each named dim's size in the inputs the capture was made from."""
-    args, kwargs = record.subject.pristine_inputs
-    shapes = dict(flat_inputs(args, kwargs))
-    return {
-        placement.dim: int(shapes[placement.path].shape[placement.index])
-        for placement in spec.placements
-        if placement.dim in spec.named and isinstance(shapes.get(placement.path), torch.Tensor)
-    }
-
-
-def _inputs_at(case: Case, spec: DynamicSpec, sizes: Sizes, device: str) -> Any:
-    """The inputs at ``sizes``, or the BuildError of an input factory that cannot make them."""
-    resized = dataclasses.replace(case, inputs=resized_inputs(case.inputs, spec, sizes))
-    try:
-        with seeded(case.seed):
-            args, kwargs = build_inputs(resized)
-    except BuildError as exc:
-        return exc
-    return to_device((args, kwargs), device)
-
-
-def _run(make: Any, inputs: Any, seed: int) -> tuple[Any, str | None]:
-    """A fresh callable's output on a copy of ``inputs``, or the first line of its error."""
-    args, kwargs = clone_tree(inputs)
-    try:
-        call = make()
-        with seeded(seed), torch.enable_grad():
-            return call(*args, **kwargs), None
-    except Exception as exc:
-        first = (exception_text(exc).strip().splitlines() or [""])[0]
-        return None, f"{type(exc).__name__}: {first[:200]}"
-
-
-def _grouped(where: str, found: dict[str, list[str]]) -> list[str]:
-    """One finding per thing that went wrong, naming every program it went wrong in."""
-    return [
-        f"{where}: {what.replace(PROGRAM, ', '.join(labels))}" for what, labels in found.items()
-    ]
-
-
-def _show(sizes: Sizes) -> str:
-    return ", ".join(f"{name}={size}" for name, size in sizes.items())
