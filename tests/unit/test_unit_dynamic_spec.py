@@ -200,3 +200,14 @@ def test_each_marker_rule_names_the_problem_at_its_line(
     error = case_error(tmp_path, text)
     assert message in error.message
     assert error.line == line_with(text, needle)
+
+
+def test_a_scaffolded_case_of_markers_only_writes_no_empty_dims(tmp_path) -> None:
+    # `--dynamic 'args[0]:0=auto'` alone: an empty `dims:` would be null, which the schema refuses.
+    from pytest_exportcheck.scaffold.render import _dynamic_lines
+
+    lines = _dynamic_lines({"dims": {}, "shapes": {"args[0]": {0: "auto"}}})
+    assert lines == ["    dynamic:", "      shapes:", "        args[0]: {0: auto}"]
+    text = one_case("\n".join(lines) + "\n", inputs=INPUTS)
+    (loaded,) = load(tmp_path, text)
+    assert loaded.error is None, loaded.error
