@@ -123,7 +123,9 @@ def marker_verdicts(spec: DynamicSpec, kept: dict[Placement, KeptDim], capture: 
             # does not enforce 0-2 at run time: a declared min below 2 is kept.
             want_low = 2 if marker.min is None else marker.min
             narrowed_low = isinstance(low, int) and low > max(want_low, 2)
-            narrowed_high = marker.max is not None and (high == "inf" or high != marker.max)
+            # A wider range is no narrowing: a Dynamo graph's ShapeEnv never sees the
+            # hint's max ([2, inf]); a program that accepts sizes above it is outside_range's.
+            narrowed_high = marker.max is not None and high != "inf" and int(high) < marker.max
             if narrowed_low or narrowed_high:
                 findings.append(
                     f"{what} is declared {marker.describe()}, but {capture} narrowed it to "

@@ -132,3 +132,10 @@ def test_a_named_marker_is_run_at_the_sizes_the_case_names(project: pytest.Pytes
     result = run_shapes(project)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["- at rows=5 (sizes[[]0[]]): output: * elements outside *"])
+
+
+def test_a_ranged_dynamic_marker_holds_on_every_capture(project: pytest.Pytester) -> None:
+    # A Dynamo graph's ShapeEnv never sees the hint's max ([2, inf]): wider is not narrowed.
+    case = AUTO.replace("{0: auto}", "{0: {dynamic: {min: 1, max: 64}}}")
+    write_cases(project, case.replace("[export]", "[export, export-strict, dynamo-legacy]"))
+    run_shapes(project).assert_outcomes(passed=3)
