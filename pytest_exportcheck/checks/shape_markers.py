@@ -30,6 +30,7 @@ from pytest_exportcheck.build import BuildError
 from pytest_exportcheck.capture.record import CaptureRecord
 from pytest_exportcheck.capture.symbolic import KeptDim
 from pytest_exportcheck.checks.shape_runs import Sizes, inputs_at, programs_at, run_once
+from pytest_exportcheck.compare_values import Tolerance, compare_trees
 from pytest_exportcheck.failures import Note
 from pytest_exportcheck.isolation import flat_inputs
 from pytest_exportcheck.spec import Case
@@ -196,14 +197,24 @@ def specialized_markers(
         inputs = inputs_at(case, sized, roots, record.subject.device)
         if isinstance(inputs, BuildError):
             continue
-        _, eager_error = run_once(lambda: record.subject.model_copy(), inputs, case.seed)
+        eager, eager_error = run_once(lambda: record.subject.model_copy(), inputs, case.seed)
         what = f"{placement.label()} ({placement.describe()})"
         if eager_error is not None:
             findings.append(Note(f"note: {what} is static; eager refuses {other} too"))
             continue
-        refused = [(p, e) for p, _, e in programs_at(record, inputs, case.seed) if e]
+        refused, differing = [], []
+        tolerance = Tolerance.of_case(case)
+        for program, got, error in programs_at(record, inputs, case.seed):
+            if error is not None:
+                refused.append((program, error))
+                continue
+            # A graph that checks no size (Dynamo's) computes: with the static size baked in?
+            problems = compare_trees(eager, got, tolerance=tolerance, names=("eager", program))
+            if problems:
+                differing.append(f"{what} is static, and at {other} {problems[0]}")
         if refused:
             size = kept[placement].size
             labels = [p for p, _ in refused]
             findings.append(specialized_verdict(placement, size or 0, other, labels, refused[0][1]))
+        findings += differing
     return findings

@@ -139,3 +139,17 @@ def test_a_ranged_dynamic_marker_holds_on_every_capture(project: pytest.Pytester
     case = AUTO.replace("{0: auto}", "{0: {dynamic: {min: 1, max: 64}}}")
     write_cases(project, case.replace("[export]", "[export, export-strict, dynamo-legacy]"))
     run_shapes(project).assert_outcomes(passed=3)
+
+
+def test_a_static_marker_graph_that_computes_another_size_is_judged_by_its_result(
+    project: pytest.Pytester,
+) -> None:
+    # torch._dynamo.export's graph checks no size: exported at batch 1 it keeps the
+    # batch-1 branch (x * 2) and computes it at batch 2, where eager takes the other.
+    case = AUTO.replace("Mlp", "BatchOne").replace("[3, 4]", "[1, 4]")
+    write_cases(project, case.replace("[export]", "[dynamo-legacy]"))
+    result = run_shapes(project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["- auto (args[[]0[]] dim 0) is static, and at 2 output: * elements outside tolerance *"]
+    )
