@@ -24,7 +24,7 @@ from torch.utils import _pytree as pytree
 
 from pytest_exportcheck.failures import CaptureError, CaseError, capture_error
 from pytest_exportcheck.isolation import render_input_path
-from pytest_exportcheck.spec.dynamic import DynamicSpec
+from pytest_exportcheck.spec.dynamic import DynamicSpec, Placement
 
 if TYPE_CHECKING:
     from pytest_exportcheck.subject import Subject
@@ -60,7 +60,7 @@ def dynamic_shapes(
         )
     wanted: dict[str, dict[int, Any]] = {}
     for placement in spec.placements:
-        wanted.setdefault(placement.path, {})[placement.index] = dims[placement.dim]
+        wanted.setdefault(placement.path, {})[placement.index] = _torch_dim(placement, dims)
     found: set[str] = set()
 
     def spec_for(path: tuple[Any, ...], leaf: Any) -> Any:
@@ -84,6 +84,18 @@ def dynamic_shapes(
     return dict(bound.arguments)
 
 
+def _torch_dim(placement: Placement, dims: dict[str, Any]) -> Any:
+    """The named dim, or the marker with its range (``Dim.DYNAMIC(min=1, max=64)``)."""
+    made = dims[placement.dim]
+    marker = placement.marker
+    if marker is None or (marker.min is None and marker.max is None):
+        return made
+    try:
+        return made(min=marker.min, max=marker.max)
+    except TypeError as exc:  # torch before ranged hints: Dim.DYNAMIC is not callable
+        raise DynamicShapesError(f"this torch's Dim.{marker.kind.upper()} takes no range") from exc
+
+
 def dim_constraints(
     model: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], dynamic: dict[str, Any]
 ) -> list[Any]:
@@ -97,38 +109,71 @@ def dim_constraints(
 _SUGGESTED = re.compile(
     r"^\s*(\w+)\s*=\s*(?:torch\.export\.)?Dim\(\s*['\"](\w+)['\"]\s*(.*?)\)\s*$"
 )
+# ``dx = 2*_dx``, ``a = b + 1``, ``other = batch``: a dim torch found derived from another.
+_SUGGESTED_DERIVED = re.compile(
+    r"^\s*(\w+)\s*=\s*(?:(\d+)\s*\*\s*)?(\w+)\s*(?:([-+])\s*(\d+))?\s*$"
+)
 
 
 def suggested_fix(exc: BaseException, spec: DynamicSpec) -> str | None:
     """Torch's suggested fixes for a refused ``dynamic_shapes``, and the case lines for them.
 
-    Torch writes ``batch = Dim('batch', max=8)`` for a declared ``[1, 64]``: copied
-    as is, that drops the declared min (``[0, 8]``). The case line keeps it.
+    The fixes are the indented lines right after ``Suggested fixes:``; the paragraph
+    after the blank line ("The error above occurred when calling torch.export.export...")
+    is not one. Torch omits a min of 2 (its own lower bound) and any min it did not
+    compute: ``batch = Dim('batch', max=8)`` for a declared ``[1, 64]`` reads ``[0, 8]``
+    copied as is, so the case line keeps the declared min; a root torch introduces for
+    a declared dim (``_dx = Dim('_dx', max=32)``, ``dx = 2*_dx`` for ``dx`` declared
+    ``[4, 64]``) gets the min that keeps the derived dim's (``_dx: {min: 2, max: 32}``).
     """
     text = str(exc)
     if "Suggested fixes:" not in text:
         return None
-    lines = text.split("Suggested fixes:", 1)[1].strip().splitlines()
-    fixes, case_lines = [], []
+    lines = []
+    for line in text.split("Suggested fixes:", 1)[1].split("\n")[1:]:
+        if not line.strip() or not line[:1].isspace():
+            break  # the fixes end at the blank line before torch's closing paragraph
+        lines.append(line.strip())
+    derived = {}  # root -> (derived name, scale, offset), from lines like dx = 2*_dx
+    for line in lines:
+        match = _SUGGESTED_DERIVED.match(line)
+        if match is not None:
+            name, scale, root, sign, offset = match.groups()
+            signed = int(offset or 0) * (-1 if sign == "-" else 1)
+            derived[root] = (name, int(scale or 1), signed)
+    case_lines = []
     for line in lines:
         match = _SUGGESTED.match(line)
         if match is None:
-            if line.strip() and not line.startswith(" " * 8):
-                fixes.append(line.strip())
+            derived_match = _SUGGESTED_DERIVED.match(line)
+            if derived_match is not None and not derived_match[3].isdigit():
+                name, scale, root, sign, offset = derived_match.groups()
+                expr = f"{scale}*{root}" if scale else root
+                case_lines.append(f"{name}: {{expr: {expr}{f'{sign}{offset}' if sign else ''}}}")
             continue
-        fixes.append(line.strip())
         name, _, options = match.groups()
         bounds = dict(re.findall(r"(min|max)\s*=\s*(\d+)", options))
-        declared = spec.named.get(name)
-        low = int(bounds.get("min", declared.min if declared else 0))
         if "max" in bounds:
+            low = int(bounds.get("min", _declared_min(name, spec, derived)))
             case_lines.append(f"{name}: {{min: {low}, max: {bounds['max']}}}")
-    if not fixes:
+    if not lines:
         return None
-    shown = "torch suggests: " + "; ".join(fixes[:4])
+    shown = "torch suggests: " + "; ".join(lines[:4])
     if case_lines:
         shown += "; in the case (keeping the declared min): " + "; ".join(case_lines)
     return shown
+
+
+def _declared_min(name: str, spec: DynamicSpec, derived: dict[str, tuple[str, int, int]]) -> int:
+    """The min a suggested dim keeps: its declared one, or, for a root torch introduced
+    under a declared dim (``dx = 2*_dx``), the least root that keeps that dim's min."""
+    if name in spec.named:
+        return spec.named[name].min
+    if name in derived:
+        of, scale, offset = derived[name]
+        if of in spec.named:
+            return max(0, -(-(spec.named[of].min - offset) // scale))
+    return 0
 
 
 def declared_dynamic_shapes(

@@ -22,7 +22,9 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
+import sympy
 import torch
+from torch.utils._sympy.numbers import int_oo
 
 from pytest_exportcheck.capture.record import CaptureRecord
 from pytest_exportcheck.spec.dynamic import DynamicSpec, Placement
@@ -91,10 +93,11 @@ def kept_dims(record: CaptureRecord, spec: DynamicSpec) -> dict[Placement, KeptD
         if bounds is None:
             kept[placement] = KeptDim("symbolic")
             continue
-        lower = int(bounds.lower)
+        lowest = _bound(bounds.lower)
+        lower = lowest if isinstance(lowest, int) else 0
         if program is None and lower == 2 and placement.dim in spec.named:
             lower = min(lower, spec.named[placement.dim].min)
-        upper: int | str = int(bounds.upper) if bounds.upper.is_finite else "inf"
+        upper = _bound(bounds.upper)
         where = getattr(shape_env, "var_to_range_sloc", {}).get(expr)
         kept[placement] = KeptDim(
             "symbolic",
@@ -108,6 +111,19 @@ def kept_dims(record: CaptureRecord, spec: DynamicSpec) -> dict[Placement, KeptD
             named = re.sub(r"\bs\d+\b", lambda m: symbols.get(m[0], "s"), dim.expr)
             kept[placement] = KeptDim("symbolic", expr=named)
     return kept
+
+
+def _bound(value: Any) -> int | str:
+    """A range bound as an int, or ``"inf"`` for an unbounded one.
+
+    Export writes "no upper bound" as torch's ``int_oo`` (``IntInfinity``), which
+    sympy calls finite (``int_oo.is_finite`` is True: it is an integer) and whose
+    ``int()`` raises ``AttributeError: 'Infinity' object has no attribute '_mpf_'``;
+    a Dynamo graph's ``ShapeEnv`` can hold ``sympy.oo``. Both are infinite here.
+    """
+    if value in (int_oo, -int_oo, sympy.oo, -sympy.oo) or value.is_infinite:
+        return "inf"
+    return int(value)
 
 
 _TORCH_DIR = os.path.dirname(torch.__file__)

@@ -23,33 +23,46 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from typing import Any
 
-import torch
-
-from pytest_exportcheck.build import BuildError, build_inputs, factory_takes_dims
+from pytest_exportcheck.build import BuildError, factory_takes_dims
 from pytest_exportcheck.capture.record import CaptureRecord
 from pytest_exportcheck.capture.symbolic import KeptDim, kept_dims
+from pytest_exportcheck.checks.shape_markers import (
+    marker_examples,
+    marker_ranges,
+    marker_verdicts,
+    sizing_spec,
+    specialized_markers,
+)
+from pytest_exportcheck.checks.shape_runs import (
+    PROGRAM,
+    Sizes,
+    built_sizes,
+    grouped,
+    inputs_at,
+    programs_at,
+    programs_with_state,
+    run_once,
+    show_sizes,
+)
 from pytest_exportcheck.checks.signal import no_signal
 from pytest_exportcheck.checks.steps import compare_step, lifted_state
 from pytest_exportcheck.compare_values import Tolerance, compare_trees
-from pytest_exportcheck.failures import Note, exception_text
-from pytest_exportcheck.isolation import clone_tree, flat_inputs, seeded, to_device
+from pytest_exportcheck.failures import Note
 from pytest_exportcheck.spec import Case
-from pytest_exportcheck.spec.dynamic import MARKERS, DynamicSpec, resized_inputs, tensor_paths
+from pytest_exportcheck.spec.dynamic import DynamicSpec, Placement, resized_inputs, tensor_paths
 
 # Elements per input at the largest checked size: a declared max of 512 x 64 would
 # make every size check a benchmark. The size actually run is said.
 SIZE_ELEMENTS_CAP = 1 << 20
-Sizes = dict[str, int]
-# Stands for the program(s) in a finding, so programs that fail alike share one line.
-PROGRAM = "\x00"
 
 
 def check_shapes(case: Case, record: CaptureRecord) -> list[str]:
     spec = case.dynamic
     assert spec is not None  # the item exists only for cases with dynamic dims
-    findings = declared_vs_recorded(spec, record)
+    kept = kept_dims(record, spec)
+    findings = declared_vs_recorded(spec, record, kept)
+    findings += marker_verdicts(spec, kept, record.capture)
     # Sizes are made from the case's tensor specs, or by a factory that takes ``dims``;
     # the Python API's caller gives inputs in one size.
     if not case.inputs or ("factory" in case.inputs and not factory_takes_dims(case)):
@@ -57,29 +70,36 @@ def check_shapes(case: Case, record: CaptureRecord) -> list[str]:
         return [*findings, Note(f"note: sizes not run: the inputs come in one size ({why})")]
     if "factory" in case.inputs:
         spec = dataclasses.replace(spec, example=built_sizes(spec, record))
-    findings += across_sizes(case, record, spec)
-    findings += stepped_at_another_size(case, record, spec)
-    findings += outside_range(case, record, spec)
+    # Markers torch kept dynamic are run across sizes as named dims are.
+    examples = marker_examples(spec, record.subject.pristine_inputs)
+    ranges = marker_ranges(spec, kept, examples, sized="factory" not in case.inputs)
+    sized = sizing_spec(spec, ranges, examples)
+    findings += across_sizes(case, record, sized)
+    findings += stepped_at_another_size(case, record, sized)
+    unbounded = {p.key() for p in spec.markers() if p.marker and p.marker.max is None}
+    findings += outside_range(case, record, sized, skip=unbounded)
+    findings += specialized_markers(case, record, spec, kept, examples)
     return findings
 
 
 # --- declared vs recorded ---------------------------------------------------------------
 
 
-def declared_vs_recorded(spec: DynamicSpec, record: CaptureRecord) -> list[str]:
+def declared_vs_recorded(
+    spec: DynamicSpec, record: CaptureRecord, kept_by: dict[Placement, KeptDim]
+) -> list[str]:
     """Each declared dim symbolic in the placeholders, with the declared range; where a
-    guard narrowed it, the guard's frame in the model's code."""
+    guard narrowed it, the guard's frame in the model's code (markers: shape_markers)."""
     findings: list[str] = []
-    for placement, kept in kept_dims(record, spec).items():
+    for placement, kept in kept_by.items():
+        if placement.marker is not None:
+            continue
         what = f"{placement.dim} ({placement.describe()})"
         if kept.kind == "static":
-            if placement.dim in MARKERS:
-                findings.append(Note(f"note: {what} was made static: {kept.size}"))
-            else:
-                findings.append(
-                    f"declared dim {what} was specialized to {kept.size}: {record.capture} "
-                    "made it static, so the program takes only that size"
-                )
+            findings.append(
+                f"declared dim {what} was specialized to {kept.size}: {record.capture} "
+                "made it static, so the program takes only that size"
+            )
             continue
         declared = spec.named.get(placement.dim)
         if declared is not None and kept.expr is not None:
@@ -93,9 +113,6 @@ def declared_vs_recorded(spec: DynamicSpec, record: CaptureRecord) -> list[str]:
         low, high = kept.range
         source = "ep.range_constraints" if _is_program(record) else "the graph's ShapeEnv"
         if declared is None:
-            if placement.dim in MARKERS:  # torch chose the range: say what it chose
-                at = _narrowed_at(kept, low > 0, high != "inf")
-                findings.append(Note(f"note: {what} recorded as [{low}, {high}] ({source}){at}"))
             continue
         if kept.range != (declared.min, declared.max):
             at = _narrowed_at(kept, low != declared.min, high != declared.max)
@@ -180,16 +197,16 @@ def across_sizes(case: Case, record: CaptureRecord, spec: DynamicSpec) -> list[s
     tolerance = Tolerance.of_case(case)
     findings: list[str] = []
     for label, sizes in checked_sizes(case, spec):
-        where = f"at {_show(sizes)} ({label})"
-        inputs = _inputs_at(case, spec, sizes, record.subject.device)
+        where = f"at {show_sizes(sizes)} ({label})"
+        inputs = inputs_at(case, spec, sizes, record.subject.device)
         if isinstance(inputs, BuildError):
             findings.append(f"{where}: the inputs cannot be made at this size: {inputs}")
             continue
-        eager, eager_error = _run(lambda: record.subject.model_copy(), inputs, case.seed)
+        eager, eager_error = run_once(lambda: record.subject.model_copy(), inputs, case.seed)
         if eager_error is None and no_signal(eager, tolerance):
             findings.append(Note(f"note: {where}: no eager output carries signal"))
         found: dict[str, list[str]] = {}  # what went wrong (PROGRAM for the program) -> programs
-        for program, got, error in _programs_at(record, inputs, case.seed):
+        for program, got, error in programs_at(record, inputs, case.seed):
             what = None
             if eager_error is not None and error is None:
                 what = f"eager raised {eager_error}, but {PROGRAM} computed a result"
@@ -200,7 +217,7 @@ def across_sizes(case: Case, record: CaptureRecord, spec: DynamicSpec) -> list[s
                 what = problems[0].replace(program, PROGRAM) if problems else None
             if what is not None:
                 found.setdefault(what, []).append(program)
-        findings += _grouped(where, found)
+        findings += grouped(where, found)
     return findings
 
 
@@ -217,8 +234,8 @@ def stepped_at_another_size(case: Case, record: CaptureRecord, spec: DynamicSpec
         return []
     label, sizes = next((c for c in others if c[0] == "inside"), others[0])
     steps = case.expect.mutation_steps
-    where = f"at {_show(sizes)} ({label}), over {steps} steps"
-    inputs = _inputs_at(case, spec, sizes, record.subject.device)
+    where = f"at {show_sizes(sizes)} ({label}), over {steps} steps"
+    inputs = inputs_at(case, spec, sizes, record.subject.device)
     if isinstance(inputs, BuildError):
         return []  # across_sizes says so
     tolerance = Tolerance.of_case(case)
@@ -250,7 +267,9 @@ def stepped_at_another_size(case: Case, record: CaptureRecord, spec: DynamicSpec
 # --- sizes outside the range ------------------------------------------------------------
 
 
-def outside_range(case: Case, record: CaptureRecord, spec: DynamicSpec) -> list[str]:
+def outside_range(
+    case: Case, record: CaptureRecord, spec: DynamicSpec, skip: set[str] | None = None
+) -> list[str]:
     """Above max every program must refuse; below min too where min > 2 (torch does not
     enforce lower bounds of 0-2 at run time: there the result is judged instead).
 
@@ -263,6 +282,8 @@ def outside_range(case: Case, record: CaptureRecord, spec: DynamicSpec) -> list[
     tolerance = Tolerance.of_case(case)
     findings: list[str] = []
     for name, dim in spec.named.items():
+        if name in (skip or ()):
+            continue  # a marker the case gave no max: its range is torch's to choose
         tries = [(dim.max + 1, f"above {name}'s max {dim.max}")]
         if dim.min >= 1:
             tries.append((dim.min - 1, f"below {name}'s min {dim.min}"))
@@ -270,14 +291,14 @@ def outside_range(case: Case, record: CaptureRecord, spec: DynamicSpec) -> list[
             sizes = {**example, name: size}
             if _largest_input(case, spec, sizes) > SIZE_ELEMENTS_CAP:
                 continue
-            inputs = _inputs_at(case, spec, sizes, record.subject.device)
+            inputs = inputs_at(case, spec, sizes, record.subject.device)
             if isinstance(inputs, BuildError):
                 continue  # a factory that refuses a size outside the range: nothing to run
-            eager, eager_error = _run(lambda: record.subject.model_copy(), inputs, case.seed)
-            where = f"at {_show(sizes)} ({why})"
+            eager, eager_error = run_once(lambda: record.subject.model_copy(), inputs, case.seed)
+            where = f"at {show_sizes(sizes)} ({why})"
             found: dict[str, list[str]] = {}
             agreeing = []
-            for program, got, error in _programs_at(record, inputs, case.seed):
+            for program, got, error, nan in programs_with_state(record, inputs, case.seed):
                 if error is not None:
                     continue  # refused, as it should be
                 if enforced and (size > dim.max or size > 2):
@@ -294,6 +315,8 @@ def outside_range(case: Case, record: CaptureRecord, spec: DynamicSpec) -> list[
                     what = (
                         f"{PROGRAM} computed a result where eager raised {eager_error} ({why_run})"
                     )
+                    if nan:  # the state every later call reads is lost, not only this output
+                        what += f", and left {', '.join(nan)} NaN"
                 else:
                     names = ("eager", program)
                     problems = compare_trees(eager, got, tolerance=tolerance, names=names)
@@ -302,64 +325,8 @@ def outside_range(case: Case, record: CaptureRecord, spec: DynamicSpec) -> list[
                         continue
                     what = f"{PROGRAM} accepted it and " + problems[0].replace(program, PROGRAM)
                 found.setdefault(what, []).append(program)
-            findings += _grouped(where, found)
+            findings += grouped(where, found)
             if agreeing:
                 accepted = f"{', '.join(agreeing)} accept it and agree with eager"
                 findings.append(Note(f"note: {where}: {accepted}"))
     return findings
-
-
-def _programs_at(record: CaptureRecord, inputs: Any, seed: int) -> list[tuple[str, Any, Any]]:
-    """``(label, output, error)`` of every way of running the capture, each made fresh."""
-    return [
-        (runnable.label, *_run(lambda r=runnable: r.make()[0], inputs, seed))
-        for runnable in record.runnables()
-    ]
-
-
-# --- running -------------------------------------------------------------------------------
-
-
-def built_sizes(spec: DynamicSpec, record: CaptureRecord) -> Sizes:
-    """Each named dim's size in the inputs the capture was made from."""
-    args, kwargs = record.subject.pristine_inputs
-    shapes = dict(flat_inputs(args, kwargs))
-    return {
-        placement.dim: int(shapes[placement.path].shape[placement.index])
-        for placement in spec.placements
-        if placement.dim in spec.named and isinstance(shapes.get(placement.path), torch.Tensor)
-    }
-
-
-def _inputs_at(case: Case, spec: DynamicSpec, sizes: Sizes, device: str) -> Any:
-    """The inputs at ``sizes``, or the BuildError of an input factory that cannot make them."""
-    resized = dataclasses.replace(case, inputs=resized_inputs(case.inputs, spec, sizes))
-    try:
-        with seeded(case.seed):
-            args, kwargs = build_inputs(resized)
-    except BuildError as exc:
-        return exc
-    return to_device((args, kwargs), device)
-
-
-def _run(make: Any, inputs: Any, seed: int) -> tuple[Any, str | None]:
-    """A fresh callable's output on a copy of ``inputs``, or the first line of its error."""
-    args, kwargs = clone_tree(inputs)
-    try:
-        call = make()
-        with seeded(seed), torch.enable_grad():
-            return call(*args, **kwargs), None
-    except Exception as exc:
-        first = (exception_text(exc).strip().splitlines() or [""])[0]
-        return None, f"{type(exc).__name__}: {first[:200]}"
-
-
-def _grouped(where: str, found: dict[str, list[str]]) -> list[str]:
-    """One finding per thing that went wrong, naming every program it went wrong in."""
-    return [
-        f"{where}: {what.replace(PROGRAM, ', '.join(labels))}" for what, labels in found.items()
-    ]
-
-
-def _show(sizes: Sizes) -> str:
-    return ", ".join(f"{name}={size}" for name, size in sizes.items())

@@ -238,8 +238,10 @@ def _inputs_lines(inputs: dict[str, Any]) -> list[str]:
 
 
 def _dynamic_lines(dynamic: dict[str, Any]) -> list[str]:
-    lines = ["    dynamic:", "      dims:"]
-    lines += [f"        {name}: {_flow(spec)}" for name, spec in dynamic["dims"].items()]
+    lines = ["    dynamic:"]
+    if dynamic["dims"]:  # left out where every placement is a marker (auto, static, dynamic)
+        lines.append("      dims:")
+        lines += [f"        {name}: {_flow(spec)}" for name, spec in dynamic["dims"].items()]
     lines.append("      shapes:")
     lines += [f"        {_flow(path)}: {_flow(dims)}" for path, dims in dynamic["shapes"].items()]
     return lines

@@ -11,7 +11,10 @@ A case names its dimensions once and places them on inputs by input path::
         args[0]: {0: batch, 1: seq}
         "kwargs['mask']": {0: batch, 1: seq}
         args[1]: {0: auto}               # Dim.AUTO; also static, dynamic
-      sizes: [{batch: 1, seq: 2}]        # checked besides the defaults
+        args[2]: {0: {dynamic: {min: 1, max: 64, name: rows}}}  # Dim.DYNAMIC(min=1, max=64)
+      sizes: [{batch: 1, seq: 2, rows: 3}]  # checked besides the defaults
+
+``dims:`` may be left out where every placement is a marker.
 
 Pure (no torch): the capture turns a :class:`DynamicSpec` into torch's
 ``dynamic_shapes`` (``capture/dynamic_shapes.py``); the ``shapes`` check reads
@@ -63,15 +66,44 @@ class DerivedDim:
 
 
 @dataclass(frozen=True)
+class Marker:
+    """``Dim.AUTO`` / ``STATIC`` / ``DYNAMIC``, with the range and name a case may give
+    it (``{dynamic: {min: 1, max: 64, name: rows}}``). Torch ties no two markers, so a
+    name only lets ``sizes:`` set the size of the placements that carry it."""
+
+    kind: str  # one of MARKERS
+    min: int | None = None
+    max: int | None = None
+    name: str | None = None
+
+    def describe(self) -> str:
+        bounds = [f"{k}={v}" for k, v in (("min", self.min), ("max", self.max)) if v is not None]
+        return f"Dim.{self.kind.upper()}" + (f"({', '.join(bounds)})" if bounds else "")
+
+
+@dataclass(frozen=True)
 class Placement:
     """One dynamic dimension of one input: ``args[0]`` dim 1 is ``seq``."""
 
     path: str
     index: int
     dim: str  # a named or derived dim, or one of MARKERS
+    marker: Marker | None = None  # where ``dim`` is a marker
 
     def describe(self) -> str:
         return f"{self.path} dim {self.index}"
+
+    def key(self) -> str:
+        """The name a marker's size goes by: its own, or its place (``args[0] dim 0``)."""
+        if self.marker is not None and self.marker.name:
+            return self.marker.name
+        return self.dim if self.marker is None else self.describe()
+
+    def label(self) -> str:
+        """``batch``, ``auto``, ``rows (dynamic)``: the dim as a finding names it."""
+        if self.marker is not None and self.marker.name:
+            return f"{self.marker.name} ({self.dim})"
+        return self.dim
 
 
 @dataclass(frozen=True)
@@ -98,22 +130,34 @@ class DynamicSpec:
         """Placements of named and derived dims (the markers declare no range)."""
         return [p for p in self.placements if p.dim not in MARKERS]
 
+    def markers(self) -> list[Placement]:
+        """Placements of ``auto``, ``static`` and ``dynamic``."""
+        return [p for p in self.placements if p.marker is not None]
+
 
 def parse_dynamic(raw: dict[str, Any], line: int | None = None) -> DynamicSpec:
     """The spec of a ``dynamic:`` mapping that passed the schema and :func:`dynamic_problems`."""
     named, derived = {}, {}
-    for name, spec in raw["dims"].items():
+    for name, spec in raw.get("dims", {}).items():
         if "expr" in spec:
             derived[name] = _derived(name, spec["expr"])
         else:
             named[name] = NamedDim(name, spec["min"], spec["max"])
     placements = tuple(
-        Placement(path, int(index), dim)
+        _placement(path, int(index), dim)
         for path, dims in raw["shapes"].items()
         for index, dim in dims.items()
     )
     sizes = tuple(dict(s) for s in raw.get("sizes", ()))
     return DynamicSpec(named, derived, placements, sizes, line)
+
+
+def _placement(path: str, index: int, dim: str | dict[str, Any]) -> Placement:
+    if isinstance(dim, dict):  # {dynamic: {min: 1, max: 64, name: rows}}
+        ((kind, options),) = dim.items()
+        marker = Marker(kind, options.get("min"), options.get("max"), options.get("name"))
+        return Placement(path, index, kind, marker)
+    return Placement(path, index, dim, Marker(dim) if dim in MARKERS else None)
 
 
 def _derived(name: str, expr: str) -> DerivedDim:
@@ -130,8 +174,9 @@ def dynamic_problems(case: dict[str, Any]) -> Iterator[Problem]:
     raw = case.get("dynamic")
     if raw is None:
         return
-    dims = raw["dims"]
+    dims = raw.get("dims", {})
     named = {n: s for n, s in dims.items() if "expr" not in s}
+    markers: dict[str, tuple[int | None, int | None]] = {}  # a named marker's range
     for name, spec in dims.items():
         where = ["dynamic", "dims", name]
         if "expr" in spec:
@@ -163,6 +208,11 @@ def dynamic_problems(case: dict[str, Any]) -> Iterator[Problem]:
         shape = tensors[path] if tensors is not None else None
         for index_text, dim in placed.items():
             index = int(index_text)
+            if isinstance(dim, dict):
+                problem = _marker_problem(_placement(path, index, dim), dims, markers, shape)
+                if problem:
+                    yield (problem, [*where, index_text])
+                continue
             if dim not in dims and dim not in MARKERS:
                 choices = sorted(dims) + list(MARKERS)
                 yield (
@@ -198,7 +248,7 @@ def dynamic_problems(case: dict[str, Any]) -> Iterator[Problem]:
     for path, placed in raw["shapes"].items():
         shape = None if tensors is None else tensors.get(path)
         for index_text, dim in placed.items():
-            spec = dims.get(dim)
+            spec = dims.get(dim) if isinstance(dim, str) else None
             if shape is None or spec is None or "expr" not in spec or int(index_text) >= len(shape):
                 continue
             derived = _derived(dim, spec["expr"])
@@ -213,10 +263,19 @@ def dynamic_problems(case: dict[str, Any]) -> Iterator[Problem]:
     for number, sizes in enumerate(raw.get("sizes", [])):
         for name, size in sizes.items():
             where = ["dynamic", "sizes", number, name]
-            if name not in named:
+            if name in markers:
+                low, high = markers[name]
+                if (low is not None and size < low) or (high is not None and size > high):
+                    yield (
+                        f"sizes[{number}]: {name} = {size} is outside its declared range "
+                        f"[{low}, {high}]",
+                        where,
+                    )
+            elif name not in named:
+                known = sorted([*named, *markers])
                 yield (
-                    f"sizes[{number}] names {name!r}, not a named dim"
-                    f"{_did_you_mean(name, sorted(named))} (derived dims follow their base)",
+                    f"sizes[{number}] names {name!r}, not a named dim or marker"
+                    f"{_did_you_mean(name, known)} (derived dims follow their base)",
                     where,
                 )
             elif not named[name]["min"] <= size <= named[name]["max"]:
@@ -226,6 +285,37 @@ def dynamic_problems(case: dict[str, Any]) -> Iterator[Problem]:
                     f"[{low}, {high}] (the shapes check tries sizes outside the range itself)",
                     where,
                 )
+
+
+def _marker_problem(
+    placement: Placement,
+    dims: dict[str, Any],
+    markers: dict[str, tuple[int | None, int | None]],
+    shape: list[int] | None,
+) -> str | None:
+    """What is wrong with a marker given a range or a name; notes its name's range."""
+    marker = placement.marker
+    assert marker is not None
+    where = placement.describe()
+    if marker.min is not None and marker.max is not None and marker.min > marker.max:
+        return f"{where}: {marker.kind} min {marker.min} is above max {marker.max}"
+    if marker.name is not None:
+        if marker.name in dims:
+            return f"{where}: marker name {marker.name!r} is also a dim under dims:"
+        markers[marker.name] = (marker.min, marker.max)
+    if shape is None:
+        return None
+    if placement.index >= len(shape):
+        rank = len(shape)
+        return f"{placement.path} has {rank} dimension(s) (shape {shape}): no dim {placement.index}"
+    size = shape[placement.index]
+    low = 0 if marker.min is None else marker.min
+    if size < low or (marker.max is not None and size > marker.max):
+        return (
+            f"{where} is {size} in the example input, outside {marker.describe()}'s range "
+            f"[{low}, {marker.max if marker.max is not None else 'inf'}]"
+        )
+    return None
 
 
 def tensor_paths(inputs: dict[str, Any]) -> list[tuple[str, list[int]]]:
@@ -285,10 +375,15 @@ def resized_inputs(
     input factory's gets every dim's size as its ``dims`` keyword instead."""
     if "factory" in inputs:
         dims = {name: spec.size(name, roots) for name in [*spec.named, *spec.derived]}
+        # A named marker's size too; an unnamed one has no name a factory could know.
+        dims |= {p.key(): roots[p.key()] for p in spec.markers() if p.marker.name in roots}  # type: ignore[union-attr]
         return {**inputs, "kwargs": {**inputs.get("kwargs", {}), "dims": dims}}
     sizes: dict[str, dict[int, int]] = {}
     for placement in spec.declared():
         sizes.setdefault(placement.path, {})[placement.index] = spec.size(placement.dim, roots)
+    for placement in spec.markers():  # a marker keeps the example's size unless given one
+        if placement.key() in roots:
+            sizes.setdefault(placement.path, {})[placement.index] = roots[placement.key()]
 
     def resize(path: str, tensor: dict[str, Any]) -> dict[str, Any]:
         shape = list(tensor["shape"])

@@ -303,3 +303,39 @@ def test_the_recorded_observation_keeps_each_dims_range(project: pytest.Pytester
     result.stdout.fnmatch_lines(
         ["*args[[]0[]] dim 0 (batch)*symbolic [[]2, 8[]]*symbolic [[]4, 8[]]*"]
     )
+
+
+TRAIN_BATCHNORM = """
+import torch
+from torch import nn
+
+
+class TrainBatchNorm(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 6)
+        self.bn = nn.BatchNorm1d(6)
+
+    def forward(self, x):
+        return torch.relu(self.bn(self.lin(x)))
+"""
+
+
+def test_a_train_batchnorm_run_below_its_min_says_it_left_running_var_nan(
+    project: pytest.Pytester,
+) -> None:
+    # Batch 1 is below min 2, which torch does not enforce at run time: eager raises,
+    # every program computes, and the unbiased variance of one value leaves running_var NaN.
+    (project.path / "cases" / "bn.py").write_text(TRAIN_BATCHNORM)
+    case = BATCH.replace("models.py:Mlp}", "bn.py:TrainBatchNorm, mode: train}")
+    write_cases(project, case + "    captures: [export]\n")
+    result = run_shapes(project, "-p", "no:logging")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "- at batch=1 (below batch's min 2): ep.module(), unflatten(ep), decomposed, saved "
+            "and loaded computed a result where eager raised ValueError: Expected more than 1 "
+            "value per channel when training, * (torch does not enforce lower bounds of 0-2 at "
+            "run time), and left bn.running_var NaN"
+        ]
+    )

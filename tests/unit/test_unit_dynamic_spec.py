@@ -8,6 +8,7 @@ from speckit import case_error, line_with, load, one_case
 from pytest_exportcheck.checks.shapes import checked_sizes
 from pytest_exportcheck.spec.dynamic import (
     DerivedDim,
+    Marker,
     NamedDim,
     Placement,
     parse_dynamic,
@@ -38,7 +39,7 @@ def test_a_valid_declaration_loads_with_its_example_sizes(tmp_path) -> None:
     spec = loaded.case.dynamic
     assert spec.named == {"batch": NamedDim("batch", 1, 16), "seq": NamedDim("seq", 2, 32)}
     assert spec.derived == {"seq2": DerivedDim("seq2", "seq", 2, 0)}
-    assert Placement("args[0]", 2, "static") in spec.placements
+    assert Placement("args[0]", 2, "static", Marker("static")) in spec.placements
     assert spec.example == {"batch": 2, "seq": 5}
     assert spec.sizes == ({"batch": 3, "seq": 7},)
     assert spec.line == line_with(dynamic_case(VALID), "dynamic:")
@@ -81,7 +82,7 @@ def test_derived_dims_parse_scale_and_offset() -> None:
          "sizes:", "sizes[0]: batch = 12 is outside its declared range [1, 9]"),
         ("      dims: {batch: {min: 1, max: 9}}\n      shapes:\n        args[0]: {0: batch}\n"
          "      sizes: [{bacth: 3}]\n",
-         "sizes:", "sizes[0] names 'bacth', not a named dim (did you mean 'batch'?)"),
+         "sizes:", "sizes[0] names 'bacth', not a named dim or marker (did you mean 'batch'?)"),
         ("      dims: {auto: {min: 1, max: 9}}\n      shapes:\n        args[0]: {0: auto}\n",
          "auto: {min", "dynamic.dims"),
         ("      dims: {batch: {min: 1, max: 9}}\n      shapes:\n        args[0]: {0: batch}\n"
@@ -132,3 +133,81 @@ def test_the_checked_sizes_say_when_max_was_shrunk(tmp_path) -> None:
     assert label == "max, shrunk to 2^20 elements per input"
     assert 2 * labels[label]["seq"] * 8 <= 1 << 20
     assert labels["min"] == {"seq": 2} and labels["example"] == {"seq": 5}
+
+
+MARKERS_ONLY = """      shapes:
+        args[0]: {0: {dynamic: {min: 1, max: 64, name: rows}}, 1: auto}
+        args[1]: {0: {auto: {max: 8}}}
+      sizes: [{rows: 7}]
+"""
+
+
+def test_a_case_of_markers_only_loads_with_their_ranges_and_names(tmp_path) -> None:
+    # No dims: every placement is a marker. A marker takes a range and a name sizes: uses.
+    (loaded,) = load(tmp_path, dynamic_case(MARKERS_ONLY))
+    assert loaded.error is None, loaded.error
+    spec = loaded.case.dynamic
+    assert spec.named == {} and spec.sizes == ({"rows": 7},)
+    rows, auto, ranged = spec.placements
+    assert rows == Placement("args[0]", 0, "dynamic", Marker("dynamic", 1, 64, "rows"))
+    assert (rows.key(), rows.label()) == ("rows", "rows (dynamic)")
+    assert auto.marker == Marker("auto") and auto.key() == "args[0] dim 1"
+    assert ranged.marker.describe() == "Dim.AUTO(max=8)"
+    resized = resized_inputs(loaded.case.inputs, spec, {"rows": 5})
+    assert [a["shape"] for a in resized["args"]] == [[5, 5, 8], [2, 5]]
+
+
+def test_a_ranged_marker_reaches_torch_as_a_ranged_hint() -> None:
+    import torch
+
+    from pytest_exportcheck.capture.dynamic_shapes import dynamic_shapes
+
+    raw = {"shapes": {"args[0]": {"0": {"dynamic": {"min": 1, "max": 64}}, "1": "auto"}}}
+
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return x
+
+    shapes = dynamic_shapes(parse_dynamic(raw), M(), (torch.ones(2, 3),), {})
+    assert shapes["x"][0] == torch.export.Dim.DYNAMIC(min=1, max=64)
+    assert shapes["x"][1] is torch.export.Dim.AUTO
+
+
+@pytest.mark.parametrize(
+    ("body", "needle", "message"),
+    [
+        ("      shapes:\n        args[0]: {0: {dynamic: {min: 9, max: 4}}}\n",
+         "min: 9", "args[0] dim 0: dynamic min 9 is above max 4"),
+        ("      shapes:\n        args[0]: {0: {dynamic: {min: 3, max: 4}}}\n",
+         "min: 3", "args[0] dim 0 is 2 in the example input, outside Dim.DYNAMIC(min=3, max=4)'s "
+         "range [3, 4]"),
+        ("      dims: {rows: {min: 1, max: 4}}\n      shapes:\n"
+         "        args[0]: {0: {auto: {name: rows}}}\n",
+         "name: rows", "args[0] dim 0: marker name 'rows' is also a dim under dims:"),
+        ("      shapes:\n        args[0]: {0: {auto: {max: 4, name: rows}}}\n"
+         "      sizes: [{rows: 9}]\n",
+         "sizes:", "sizes[0]: rows = 9 is outside its declared range [None, 4]"),
+        ("      shapes:\n        args[0]: {0: {auto: {name: rows}}}\n      sizes: [{row: 3}]\n",
+         "sizes:", "sizes[0] names 'row', not a named dim or marker (did you mean 'rows'?)"),
+        ("      shapes:\n        args[0]: {0: {sometimes: {}}}\n",
+         "sometimes", "dynamic.shapes"),
+    ],
+)  # fmt: skip
+def test_each_marker_rule_names_the_problem_at_its_line(
+    tmp_path, body: str, needle: str, message: str
+) -> None:
+    text = dynamic_case(body)
+    error = case_error(tmp_path, text)
+    assert message in error.message
+    assert error.line == line_with(text, needle)
+
+
+def test_a_scaffolded_case_of_markers_only_writes_no_empty_dims(tmp_path) -> None:
+    # `--dynamic 'args[0]:0=auto'` alone: an empty `dims:` would be null, which the schema refuses.
+    from pytest_exportcheck.scaffold.render import _dynamic_lines
+
+    lines = _dynamic_lines({"dims": {}, "shapes": {"args[0]": {0: "auto"}}})
+    assert lines == ["    dynamic:", "      shapes:", "        args[0]: {0: auto}"]
+    text = one_case("\n".join(lines) + "\n", inputs=INPUTS)
+    (loaded,) = load(tmp_path, text)
+    assert loaded.error is None, loaded.error

@@ -1,0 +1,106 @@
+"""Running the programs of a capture at a size: the shapes check's one way to run.
+
+Each program is made fresh (``Runnable.make``), run on a clone of the inputs under
+the case's seed, and reported as its output or the first line of its error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import torch
+
+from pytest_exportcheck.build import BuildError, build_inputs
+from pytest_exportcheck.capture.record import CaptureRecord
+from pytest_exportcheck.failures import exception_text
+from pytest_exportcheck.isolation import clone_tree, flat_inputs, seeded, to_device
+from pytest_exportcheck.spec import Case
+from pytest_exportcheck.spec.dynamic import DynamicSpec, resized_inputs
+
+Sizes = dict[str, int]
+# Stands for the program(s) in a finding, so programs that fail alike share one line.
+PROGRAM = "\x00"
+
+
+def programs_at(record: CaptureRecord, inputs: Any, seed: int) -> list[tuple[str, Any, Any]]:
+    """``(label, output, error)`` of every way of running the capture, each made fresh."""
+    return [
+        (label, out, error) for label, out, error, _ in programs_with_state(record, inputs, seed)
+    ]
+
+
+def programs_with_state(
+    record: CaptureRecord, inputs: Any, seed: int
+) -> list[tuple[str, Any, Any, list[str]]]:
+    """``(label, output, error, buffers left non-finite)``: a train-mode BatchNorm run
+    at batch 1 computes, and leaves ``running_var`` NaN (an unbiased variance of one
+    value), which every later call reads."""
+    results = []
+    for runnable in record.runnables():
+        made: list[Any] = []
+
+        def make(r: Any = runnable, into: list[Any] = made) -> Any:
+            call, module = r.make()
+            into.append(module)
+            return call
+
+        out, error = run_once(make, inputs, seed)
+        results.append((runnable.label, out, error, nonfinite_buffers(made)))
+    return results
+
+
+def nonfinite_buffers(made: list[Any]) -> list[str]:
+    module = made[0] if made else None
+    if not isinstance(module, torch.nn.Module):
+        return []
+    return [
+        name
+        for name, buffer in module.named_buffers()
+        if buffer.is_floating_point() and not bool(torch.isfinite(buffer).all())
+    ]
+
+
+def built_sizes(spec: DynamicSpec, record: CaptureRecord) -> Sizes:
+    """Each named dim's size in the inputs the capture was made from."""
+    args, kwargs = record.subject.pristine_inputs
+    shapes = dict(flat_inputs(args, kwargs))
+    return {
+        placement.dim: int(shapes[placement.path].shape[placement.index])
+        for placement in spec.placements
+        if placement.dim in spec.named and isinstance(shapes.get(placement.path), torch.Tensor)
+    }
+
+
+def inputs_at(case: Case, spec: DynamicSpec, sizes: Sizes, device: str) -> Any:
+    """The inputs at ``sizes``, or the BuildError of an input factory that cannot make them."""
+    resized = dataclasses.replace(case, inputs=resized_inputs(case.inputs, spec, sizes))
+    try:
+        with seeded(case.seed):
+            args, kwargs = build_inputs(resized)
+    except BuildError as exc:
+        return exc
+    return to_device((args, kwargs), device)
+
+
+def run_once(make: Any, inputs: Any, seed: int) -> tuple[Any, str | None]:
+    """A fresh callable's output on a copy of ``inputs``, or the first line of its error."""
+    args, kwargs = clone_tree(inputs)
+    try:
+        call = make()
+        with seeded(seed), torch.enable_grad():
+            return call(*args, **kwargs), None
+    except Exception as exc:
+        first = (exception_text(exc).strip().splitlines() or [""])[0]
+        return None, f"{type(exc).__name__}: {first[:200]}"
+
+
+def grouped(where: str, found: dict[str, list[str]]) -> list[str]:
+    """One finding per thing that went wrong, naming every program it went wrong in."""
+    return [
+        f"{where}: {what.replace(PROGRAM, ', '.join(labels))}" for what, labels in found.items()
+    ]
+
+
+def show_sizes(sizes: Sizes) -> str:
+    return ", ".join(f"{name}={size}" for name, size in sizes.items())
