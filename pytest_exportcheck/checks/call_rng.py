@@ -3,10 +3,11 @@
 A submodule that draws random numbers (``nn.Dropout`` in train mode) returns
 another output for every generator state. Run alone after the whole forward,
 it sees a state the eager call never saw, and differs from eager for that
-reason only: a train-mode classifier's ``Dropout`` gave eager 21.3 where the
-replay gave 0. With the state eager's call saw restored, the replay is
-bit-identical (torch 2.13, CPU, the exported graph's ``aten.dropout`` draws
-from the same generator as eager's). So every call records the state of every
+reason only: a train-mode classifier's ``Dropout`` (squeezenet's shape) gave
+eager 2.38 where the replay gave 0. With the state eager's call saw restored,
+the unflattened ``Dropout`` is bit-identical to eager's (torch 2.13, CPU, strict
+and non-strict: the graph's ``aten.dropout`` draws from the same generator).
+So every call records the state of every
 torch generator that has started before it runs: the CPU one, and each device
 of an accelerator that is initialized (an accelerator that never started drew
 nothing).
