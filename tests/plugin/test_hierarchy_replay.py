@@ -348,3 +348,18 @@ def test_the_second_call_of_a_split_shared_module_is_replayed_where_it_ran(
     result.stdout.fnmatch_lines(
         ["*- seq.0 (call 2, run as 'seq.2') (ByWidth) run alone on eager's inputs differs: *"]
     )
+
+
+def test_a_skipped_replay_is_a_note_with_its_reason(replay: pytest.Pytester) -> None:
+    # Shown beside a failure on purpose (expect.modules): notes on a pass are the reports'.
+    write_cases(
+        replay,
+        case("Counter", "[2, 4]", "expect: {modules: [nothing]}").replace(
+            "replay_models.py:Counter", "models.py:Counter"
+        ),
+    )
+    result = hierarchy(replay)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*submodules not run alone: forward mutates state (count), so a submodule's state*"]
+    )
