@@ -19,7 +19,7 @@ returned (``submodules.py``).
 from __future__ import annotations
 
 import warnings
-from collections import Counter
+from typing import Any
 
 import torch
 
@@ -31,6 +31,7 @@ from pytest_exportcheck.checks.listdiff import (
     partition_differences,
     side_by_side,
 )
+from pytest_exportcheck.checks.localize import base_fqn
 from pytest_exportcheck.checks.steps import fp64_output
 from pytest_exportcheck.checks.submodules import check_submodules_alone
 from pytest_exportcheck.compare_values import EXACT, Tolerance, compare_trees
@@ -57,7 +58,10 @@ def check_hierarchy(case: Case, record: CaptureRecord) -> list[str]:
 
 
 def _module_names(case: Case, eager: torch.nn.Module, unflat: torch.nn.Module) -> list[str]:
-    actual = [name for name, _ in unflat.named_modules(remove_duplicate=False) if name]
+    named = [name for name, _ in unflat.named_modules(remove_duplicate=False) if name]
+    # A later call traced into a graph of its own is kept as `act@1` beside `act`:
+    # a call of `act`, not a module of its own (its calls are counted with act's).
+    actual = [name for name in named if base_fqn(name) == name or base_fqn(name) not in named]
     if case.expect.modules is not None:
         expected, source = case.expect.modules, "expect.modules"
         source += f" ({case.at(case.expect.modules_line)})"
@@ -96,7 +100,10 @@ def _state(eager: torch.nn.Module, unflat: torch.nn.Module, max_elements: int | 
     actual = unflat.state_dict()
     findings = []
     missing = [k for k in expected if k not in actual]
-    extra = [k for k in actual if k not in expected]
+    # `act@1.w` is `act.w` itself where a later call of `act` was traced apart
+    # (measured: `u.get_submodule("n@1").w is u.n.w`): one tensor, not an extra.
+    held = unflat.state_dict(keep_vars=True)  # the tensors themselves, not detached views
+    extra = [k for k in actual if k not in expected and not _alias_of_call(k, held)]
     if missing:
         findings.append(f"state_dict keys missing after unflatten: {', '.join(missing)}")
     if extra:
@@ -118,22 +125,21 @@ def _state(eager: torch.nn.Module, unflat: torch.nn.Module, max_elements: int | 
     return findings
 
 
+def _alias_of_call(key: str, actual: dict[str, Any]) -> bool:
+    """Whether ``key`` (``act@1.w``) is the very tensor of the key its call is of (``act.w``)."""
+    base = base_fqn(key)
+    return base != key and base in actual and actual[base] is actual[key]
+
+
 def _call_counts(record: ProgramRecord, unflat: torch.nn.Module) -> list[str]:
-    """``call_module`` nodes per submodule vs eager forward calls (forward hooks)."""
-    nodes_per_object: Counter[int] = Counter()
-    findings = []
-    for prefix, module in unflat.named_modules():
-        graph = getattr(module, "graph", None)
-        if not isinstance(graph, torch.fx.Graph):
-            continue
-        for node in graph.nodes:
-            if node.op != "call_module":
-                continue
-            try:
-                nodes_per_object[id(module.get_submodule(node.target))] += 1
-            except AttributeError:
-                where = f"{prefix}.{node.target}" if prefix else node.target
-                findings.append(f"call_module node {node.name!r} targets missing module {where!r}")
+    """Calls per forward of each unflattened module vs eager forward calls (forward hooks).
+
+    Counted per module *object*, from the ``call_module`` nodes: a node in a
+    module's graph runs as often as that module does. ``unflatten`` may keep a
+    block eager uses twice (``seq = [b, x, b]``) as one module with one ``fc``
+    node, which runs twice per forward: 1 node, 2 calls, as in eager.
+    """
+    runs, findings = _runs_per_object(unflat)
     counted = record.subject.call_counts
     if counted.calls is None:
         # Not a finding about export: the count cannot be taken. Said, not hidden.
@@ -143,19 +149,24 @@ def _call_counts(record: ProgramRecord, unflat: torch.nn.Module) -> list[str]:
             ),
             stacklevel=2,
         )
-        return findings
-    unflat_mods = dict(unflat.named_modules(remove_duplicate=False))
+        return [*findings, Note(f"call counts not compared: {counted.unavailable}")]
+    # Every unflattened module standing for an eager name: its own, and `name@k`
+    # for later calls traced apart.
+    stand_ins: dict[str, set[int]] = {}
+    for uname, module in unflat.named_modules(remove_duplicate=False):
+        stand_ins.setdefault(base_fqn(uname), set()).add(id(module))
     eager_calls = counted.calls
     reported: set[str] = set()
     for name, calls in eager_calls.items():
-        if name in reported or name not in unflat_mods:
+        if name in reported or name not in stand_ins:
             continue
         group = record.subject.module_groups[name]
         reported.update(group)
         # If unflatten split a shared module, its calls are spread over the copies
-        # (the lost sharing is reported on its own).
-        copies = {id(unflat_mods[n]) for n in group if n in unflat_mods}
-        nodes = sum(nodes_per_object[c] for c in copies)
+        # (the lost sharing is reported on its own); if it kept it, one object runs
+        # for every name.
+        copies = set().union(*(stand_ins.get(n, set()) for n in group))
+        nodes = sum(runs.get(c, 0) for c in copies)
         if nodes == calls:
             continue
         label = " / ".join(repr(n) for n in group)
@@ -171,10 +182,43 @@ def _call_counts(record: ProgramRecord, unflat: torch.nn.Module) -> list[str]:
             )
             continue
         findings.append(
-            f"{label}: eager called it {calls} time(s), the unflattened graph has "
-            f"{nodes} call_module node(s)"
+            f"{label}: eager called it {calls} time(s), the unflattened module "
+            f"calls it {nodes} time(s) per forward (call_module nodes)"
         )
     return findings
+
+
+def _runs_per_object(unflat: torch.nn.Module) -> tuple[dict[int, int], list[str]]:
+    """How many times each module object runs per forward of ``unflat``, from its graphs:
+    a ``call_module`` node runs once per run of the module whose graph holds it."""
+    callers: dict[int, list[int]] = {}
+    findings = []
+    for prefix, module in unflat.named_modules():  # each object once
+        graph = getattr(module, "graph", None)
+        if not isinstance(graph, torch.fx.Graph):
+            continue
+        for node in graph.nodes:
+            if node.op != "call_module":
+                continue
+            try:
+                callee = module.get_submodule(node.target)
+            except AttributeError:
+                where = f"{prefix}.{node.target}" if prefix else node.target
+                findings.append(f"call_module node {node.name!r} targets missing module {where!r}")
+                continue
+            callers.setdefault(id(callee), []).append(id(module))
+    runs: dict[int, int] = {id(unflat): 1}
+
+    def count(obj: int, seen: frozenset[int]) -> int:
+        if obj not in runs:
+            # A module that (through its children) calls itself would never end: not
+            # something a graph of a traced forward holds, but not looped on either.
+            runs[obj] = sum(count(c, seen | {obj}) for c in callers.get(obj, []) if c not in seen)
+        return runs[obj]
+
+    for _, module in unflat.named_modules():
+        count(id(module), frozenset())
+    return runs, findings
 
 
 def _outputs(case: Case, record: ProgramRecord, unflat: torch.nn.Module) -> list[str]:

@@ -11,18 +11,33 @@ modules come before the modules that contain them::
                                                           ^ inputs agree: reported
 
 "first diverging: blocks.1.act (Perturbed) — max abs err 0.1; inputs agree".
+
+Calls are paired per eager module *object*, by position (:func:`pair_calls`):
+``unflatten`` may keep a later call traced apart as ``act@1``, split a module
+shared as ``seq.0``/``seq.2`` into two, or keep it one, and a child returns
+only the outputs its parent uses (``child_outputs.py``).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch.utils import _pytree as pytree
 
+from pytest_exportcheck.checks.call_rng import RngState, rng_state
+from pytest_exportcheck.checks.child_outputs import compare_child_outputs
 from pytest_exportcheck.compare_values import Tolerance, compare_trees
 from pytest_exportcheck.isolation import clone_tree, seed_everything
+
+_CALL_SUFFIX = re.compile(r"@\d+(?=\.|$)")
+
+
+def base_fqn(name: str) -> str:
+    """``blocks.0.act@1`` → ``blocks.0.act``: the module a call traced apart is a call of."""
+    return _CALL_SUFFIX.sub("", name)
 
 
 @dataclass
@@ -34,6 +49,9 @@ class Call:
     kind: str
     inputs: Any
     output: Any
+    # The generator state the call started from: a call that draws random numbers
+    # (Dropout in train mode) is replayed under it (``call_rng.py``).
+    rng: RngState | None = None
 
 
 def first_divergence(record: Any, tolerance: Tolerance, program: str = "unflatten(ep)") -> str:
@@ -54,14 +72,15 @@ def first_divergence(record: Any, tolerance: Tolerance, program: str = "unflatte
         exported = hooked_calls(unflat, subject.inputs_copy(), seed, grad=False)
     except Exception as exc:
         return f"not localized: a hooked run raised {type(exc).__name__}: {exc}".splitlines()[0]
-    by_key = {(c.fqn, c.index): c for c in exported}
     compared = 0
-    for want in eager:
-        got = by_key.get((want.fqn, want.index))
+    for want, got in pair_calls(eager, exported, subject.module_groups):
         if got is None:
             continue
         compared += 1
-        if compare_trees(want.output, got.output, tolerance=tolerance):
+        problems, _ = compare_child_outputs(
+            want.output, got.output, tolerance=tolerance, root="output"
+        )
+        if problems:
             if compare_trees(want.inputs, got.inputs, tolerance=tolerance):
                 continue  # it diverges because its inputs already did
             call = f", call {want.index + 1}" if want.index else ""
@@ -86,14 +105,15 @@ def hooked_calls(
     calls: list[Call] = []
 
     def before(module: torch.nn.Module, args: Any, kwargs: Any) -> None:
-        pending.setdefault(id(module), []).append(clone_tree((args, kwargs)))
+        pending.setdefault(id(module), []).append((clone_tree((args, kwargs)), rng_state()))
 
     def after(module: torch.nn.Module, args: Any, kwargs: Any, output: Any) -> None:
         key = id(module)
         index = counts.get(key, 0)
         counts[key] = index + 1
-        inputs = pending[key].pop()
-        calls.append(Call(names[key], index, type(module).__name__, inputs, clone_tree(output)))
+        inputs, rng = pending[key].pop()
+        kind = type(module).__name__
+        calls.append(Call(names[key], index, kind, inputs, clone_tree(output), rng))
 
     handles = []
     for name, module in model.named_modules():
@@ -109,6 +129,41 @@ def hooked_calls(
         for handle in handles:
             handle.remove()
     return calls
+
+
+def pair_calls(
+    eager: list[Call], unflat: list[Call], groups: dict[str, tuple[str, ...]]
+) -> list[tuple[Call, Call | None]]:
+    """Each eager call with the call of ``unflatten(ep)`` that stands for it, or None.
+
+    A call of ``unflat`` counts for the eager module its FQN names once the
+    ``@k`` of calls traced apart is dropped (``act@1`` is ``act``), under any
+    name the eager module has (``groups``: ``seq.2`` is ``seq.0`` when eager
+    shares one block). Where the eager module and its unflattened stand-ins
+    are called equally often, the k-th calls pair up (matched by position);
+    otherwise (a no-op export records no call of, a call inside a
+    ``torch.cond`` branch) a call pairs only with the one of its own name and
+    index.
+    """
+    canonical = {name: names[0] for name, names in groups.items()}
+    by_module: dict[str, list[Call]] = {}
+    by_name: dict[tuple[str, int], Call] = {}
+    for call in unflat:
+        by_name[(call.fqn, call.index)] = call
+        owner = canonical.get(base_fqn(call.fqn))
+        if owner is not None:
+            by_module.setdefault(owner, []).append(call)
+    eager_counts: dict[str, int] = {}
+    for call in eager:
+        eager_counts[call.fqn] = eager_counts.get(call.fqn, 0) + 1
+    pairs: list[tuple[Call, Call | None]] = []
+    for call in eager:
+        stand_ins = by_module.get(canonical.get(call.fqn, call.fqn), [])
+        if len(stand_ins) == eager_counts[call.fqn]:
+            pairs.append((call, stand_ins[call.index]))
+        else:
+            pairs.append((call, by_name.get((call.fqn, call.index))))
+    return pairs
 
 
 def _max_abs_err(want: Any, got: Any) -> float:

@@ -1,0 +1,365 @@
+"""hierarchy on real-ish models: submodules replayed alone, call counts, calls traced apart.
+
+Each test is a false failure measured against plain torch (issue 28, items 2-5),
+with the fixed behaviour, and a failure on purpose showing the check still bites.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+from casekit import inject, write_cases
+
+MODELS = '''
+import torch
+from torch import nn
+
+
+class DropTrain(nn.Module):
+    """squeezenet's classifier in train mode: Dropout draws from the generator."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.features = nn.Linear(8, 16)
+        self.classifier = nn.Sequential(nn.Dropout(0.5), nn.Linear(16, 4))
+
+    def forward(self, x):
+        return self.classifier(torch.relu(self.features(x)))
+
+
+class SelfAttn(nn.Module):
+    """Hugging Face ViTSelfAttention's shape: returns (context, attention_probs)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.q = nn.Linear(8, 8)
+        self.k = nn.Linear(8, 8)
+
+    def forward(self, x):
+        probs = torch.softmax(self.q(x) @ self.k(x).transpose(-1, -2), -1)
+        return probs @ x, probs
+
+
+class KeepsContext(nn.Module):
+    """The parent keeps [0]: unflatten's child returns the context alone."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attention = SelfAttn()
+        self.out = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.out(self.attention(x)[0])
+
+
+class KeepsBoth(nn.Module):
+    """Both kept: unflatten's child returns [probs, context], in the order it computes them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attention = SelfAttn()
+
+    def forward(self, x):
+        context, probs = self.attention(x)
+        return context + 1, probs * 2
+
+
+class Perturbed(nn.Module):
+    """Adds 0.1 while being exported; eager passes the input through."""
+
+    def forward(self, x):
+        return x + 0.1 if torch.compiler.is_exporting() else x
+
+
+class ContextPerturbed(nn.Module):
+    """The parent keeps the context of SelfAttn, then a module that differs under export."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attention = SelfAttn()
+        self.act = Perturbed()
+
+    def forward(self, x):
+        return self.act(self.attention(x)[0])
+
+
+class ZeroHead(nn.Module):
+    """vit_b_16 at random init: a zero-initialized head makes every output 0."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.self_attention = nn.MultiheadAttention(8, 2, batch_first=True)
+        self.head = nn.Linear(8, 1)
+        nn.init.zeros_(self.head.weight)
+        nn.init.zeros_(self.head.bias)
+
+    def forward(self, x):
+        out, _ = self.self_attention(x, x, x)
+        return self.head(out)
+
+
+class Block(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x))
+
+
+class SharedSeq(nn.Module):
+    """One block used twice: seq = [b, x, b]."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        block = Block()
+        self.seq = nn.Sequential(block, nn.Linear(8, 8), block)
+
+    def forward(self, x):
+        return self.seq(x)
+
+
+class ByWidth(nn.Module):
+    """Its two calls trace into two graphs: a branch on the input's width."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(8))
+
+    def forward(self, x):
+        if x.shape[-1] == 8:
+            return x * self.w
+        return x + 1
+
+
+class TracedApart(nn.Module):
+    """`n` is called twice and specialized per call: unflatten keeps `n` and `n@1`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.n = ByWidth()
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.n(self.fc(self.n(x)))
+
+
+class SharedTracedApart(nn.Module):
+    """One ByWidth shared as seq.0 and seq.2, called at two widths: unflatten splits it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        shared = ByWidth()
+        self.seq = nn.Sequential(shared, nn.Linear(8, 4), shared)
+
+    def forward(self, x):
+        return self.seq(x)
+'''
+
+
+def case(target: str, shape: str = "[2, 8]", extra: str = "", capture: str = "export") -> str:
+    return f"""
+cases:
+  subject:
+    description: {target} under the hierarchy check
+    model: {{target: replay_models.py:{target}}}
+    inputs: {{args: [{{shape: {shape}}}]}}
+    captures: [{capture}]
+    checks: [hierarchy, parity]
+{textwrap.indent(textwrap.dedent(extra).strip(), "    ")}
+"""
+
+
+@pytest.fixture
+def replay(project: pytest.Pytester) -> pytest.Pytester:
+    (project.path / "cases" / "replay_models.py").write_text(MODELS)
+    return project
+
+
+def break_unflatten(pytester: pytest.Pytester, body: str, capture: str = "export") -> None:
+    inject(
+        pytester,
+        f"""
+        make = record.fresh_unflattened
+        def broken():
+            u = make()
+            {body}
+            return u
+        record.fresh_unflattened = broken
+        """,
+        capture,
+    )
+
+
+def hierarchy(pytester: pytest.Pytester) -> pytest.RunResult:
+    return pytester.runpytest("--exportcheck", "-k", "hierarchy")
+
+
+def test_a_dropout_in_train_mode_is_replayed_under_the_generator_state_eager_saw(
+    replay: pytest.Pytester,
+) -> None:
+    # Was: "classifier.0 (Dropout) run alone on eager's inputs differs ... eager 2.38,
+    # unflattened 0": the replay drew another mask. Plain torch: identical under eager's state.
+    write_cases(
+        replay,
+        case("DropTrain", extra="expect: {parity: {random: true}}").replace(
+            "DropTrain}", "DropTrain, mode: train}"
+        ),
+    )
+    hierarchy(replay).assert_outcomes(passed=1)
+
+
+def test_a_child_whose_extra_output_the_parent_discards_is_compared_on_what_it_returns(
+    replay: pytest.Pytester,
+) -> None:
+    # Was: "attention (SelfAttn) run alone ... differs: structure differs". The dropped
+    # output is a note, shown here beside a failure on purpose (expect.modules).
+    write_cases(replay, case("KeepsContext", "[2, 3, 8]", "expect: {modules: [attention]}"))
+    result = hierarchy(replay)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*hierarchy check failed (1 finding):",
+            "*attention: output [[]1[]] (float32[[]2, 3, 3[]]) not compared: unflatten returns "
+            "only the outputs the parent uses",
+        ]
+    )
+    result.stdout.no_fnmatch_line("*structure differs*")
+
+
+def test_a_child_returning_both_outputs_in_its_own_order_passes(replay: pytest.Pytester) -> None:
+    # unflatten's child returns [probs, context], eager (context, probs): was a shape mismatch.
+    write_cases(replay, case("KeepsBoth", "[2, 3, 8]"))
+    hierarchy(replay).assert_outcomes(passed=1)
+
+
+def test_a_returned_output_that_differs_still_fails(replay: pytest.Pytester) -> None:
+    write_cases(replay, case("KeepsContext", "[2, 3, 8]"))
+    break_unflatten(replay, "u.attention.register_forward_hook(lambda m, a, out: out + 1.0)")
+    result = hierarchy(replay)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*- attention (SelfAttn) run alone on eager's inputs differs: attention "
+            "output[[]0[]]: 48 / 48 elements outside tolerance*"
+        ]
+    )
+
+
+def test_parity_localization_walks_past_a_child_returning_fewer_outputs(
+    replay: pytest.Pytester,
+) -> None:
+    # Was: "where: first diverging: attention (SelfAttn) — max abs err 0; inputs agree":
+    # eager's (context, probs) against unflatten's context, whose value agrees.
+    write_cases(replay, case("ContextPerturbed", "[2, 3, 8]"))
+    result = replay.runpytest("--exportcheck", "-k", "parity")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["  where: first diverging: act (Perturbed) — max abs err 0.1; inputs agree"]
+    )
+
+
+def test_a_vacuous_parity_headline_does_not_blame_a_child_for_its_dropped_output(
+    replay: pytest.Pytester,
+) -> None:
+    # Was: "inside the model, self_attention (MultiheadAttention) differs: structure differs".
+    write_cases(replay, case("ZeroHead", "[2, 3, 8]"))
+    result = replay.runpytest("--exportcheck", "-k", "parity")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*[[]parity[]] vacuous: no output of eager carries signal*"])
+    result.stdout.no_fnmatch_line("*structure differs*")
+
+
+def test_a_shared_block_unflatten_keeps_shared_is_counted_per_object(
+    replay: pytest.Pytester,
+) -> None:
+    import sys
+
+    import torch
+
+    sys.path.insert(0, str(replay.path / "cases"))
+    try:
+        import replay_models
+    finally:
+        sys.path.pop(0)
+    model = replay_models.SharedSeq()
+    u = torch.export.unflatten(torch.export.export(model, (torch.randn(2, 8),), strict=True))
+    if u.seq.get_submodule("0") is not u.seq.get_submodule("2"):
+        pytest.skip("this torch's unflatten splits the shared block (a sharing finding)")
+    # Was: "'seq.0.fc' / 'seq.2.fc': eager called it 2 time(s), the unflattened graph has 1
+    # call_module node(s)": one fc node in the one seq.0 graph, which runs twice.
+    write_cases(replay, case("SharedSeq", capture="export-strict"))
+    hierarchy(replay).assert_outcomes(passed=1)
+
+
+def test_a_call_the_unflattened_module_drops_is_counted_missing(replay: pytest.Pytester) -> None:
+    write_cases(replay, case("SharedSeq", capture="export-strict"))
+    break_unflatten(
+        replay,
+        """g = u.seq.graph
+            node = next(n for n in g.nodes if n.op == "call_module" and n.target == "2")
+            node.replace_all_uses_with(node.args[0])
+            g.erase_node(node)""",
+        "export-strict",
+    )
+    result = hierarchy(replay)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*'seq.0' / 'seq.2': eager called it 2 time(s), the unflattened module calls it "
+            "1 time(s) per forward (call_module nodes)"
+        ]
+    )
+
+
+def test_calls_traced_apart_are_calls_of_one_module(replay: pytest.Pytester) -> None:
+    # Was: "module FQNs ... differ (1 extra)", "state_dict keys only after unflatten: n@1.w"
+    # and "'n': eager called it 2 time(s), the unflattened graph has 1 call_module node(s)".
+    write_cases(replay, case("TracedApart"))
+    hierarchy(replay).assert_outcomes(passed=1)
+
+
+def test_the_second_call_traced_apart_is_replayed_on_its_own_graph(
+    replay: pytest.Pytester,
+) -> None:
+    # Matched by position as documented (this one held before too: `n@1` is call 2's name).
+    write_cases(replay, case("TracedApart"))
+    break_unflatten(
+        replay, 'u.get_submodule("n@1").register_forward_hook(lambda m, a, out: out + 1.0)'
+    )
+    result = hierarchy(replay)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*- n (call 2, run as 'n@1') (ByWidth) run alone on eager's inputs differs: *"]
+    )
+
+
+def test_the_second_call_of_a_split_shared_module_is_replayed_where_it_ran(
+    replay: pytest.Pytester,
+) -> None:
+    # Was replayed on seq.0, whose graph is specialized to the first call's width.
+    write_cases(replay, case("SharedTracedApart"))
+    break_unflatten(
+        replay, 'u.seq.get_submodule("2").register_forward_hook(lambda m, a, out: out + 1.0)'
+    )
+    result = hierarchy(replay)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*- seq.0 (call 2, run as 'seq.2') (ByWidth) run alone on eager's inputs differs: *"]
+    )
+
+
+def test_a_skipped_replay_is_a_note_with_its_reason(replay: pytest.Pytester) -> None:
+    # Shown beside a failure on purpose (expect.modules): notes on a pass are the reports'.
+    write_cases(
+        replay,
+        case("Counter", "[2, 4]", "expect: {modules: [nothing]}").replace(
+            "replay_models.py:Counter", "models.py:Counter"
+        ),
+    )
+    result = hierarchy(replay)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*submodules not run alone: forward mutates state (count), so a submodule's state*"]
+    )
