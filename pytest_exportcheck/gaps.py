@@ -12,7 +12,8 @@ item fail naming its gaps.
 
 Any :class:`Note` a check returns flows through unchanged: a check need not
 know this module. A note reads ``what was not verified: why`` (an optional
-leading ``note:`` is dropped); a note without ``": "`` is all ``what``.
+leading ``note:`` is dropped); a note without ``": "`` is all ``what``. A note
+that is context only (it says what *was* verified) is an ``Info``: never a gap.
 """
 
 from __future__ import annotations
@@ -57,8 +58,12 @@ class Gap:
 
 
 def gaps_of(check: str, notes: Iterable[str]) -> list[Gap]:
-    """The notes of a passing item as gaps, each once, in the order the check gave them."""
-    return list(dict.fromkeys(Gap.from_note(check, note) for note in notes))
+    """The notes of a passing item as gaps, each once, in the order the check gave them
+    (an :class:`~pytest_exportcheck.failures.Info` is context, not a gap)."""
+    from pytest_exportcheck.failures import Info
+
+    found = (Gap.from_note(check, n) for n in notes if not isinstance(n, Info))
+    return list(dict.fromkeys(found))
 
 
 def as_property(gaps: Sequence[Gap]) -> str:
