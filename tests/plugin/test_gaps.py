@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from casekit import write_cases
+from casekit import write_api_test, write_cases
 
 # counter: forward mutates a buffer, so no submodule is replayed alone;
 # keyword: its child is called with a keyword, so that child is not replayed alone;
@@ -241,3 +241,28 @@ def test_a_shapes_marker_torch_made_static_is_a_gap_and_a_verified_size_is_not(
     # Below the min, every program accepts batch 1 and agrees with eager: verified,
     # so said with the findings of a failing item only, never counted as a gap.
     assert "accept it and agree with eager" not in result.stdout.str()
+
+
+def test_the_exportcheck_fixtures_items_carry_their_gaps_too(
+    project: pytest.Pytester, dist: list[str]
+) -> None:
+    write_api_test(
+        project,
+        """
+        def test_counter(exportcheck):
+            exportcheck(model("Counter"), args=(torch.randn(2, 4),), checks=["hierarchy"],
+                        name="counter")
+        """,
+    )
+    result = run(project, *dist, "test_model.py", "--exportcheck-report", "report.json")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "  counter*g",
+            "1 passing item with 1 gap (hierarchy 1); *",
+            "  test_model.py::test_counter::counter::hierarchy[[]export-cpu[]]",
+            f"      {COUNTER_GAP}",
+        ]
+    )
+    doc = json.loads((project.path / "report.json").read_text())
+    assert doc["gaps"] == {"items": 1, "gaps": 1, "by_check": {"hierarchy": 1}}
