@@ -147,6 +147,7 @@ class CheckItem(pytest.Item):
             Note,
             exception_text,
         )
+        from pytest_exportcheck.gaps import gaps_on_pass
         from pytest_exportcheck.isolation import seeded
         from pytest_exportcheck.item_guards import item_guards
         from pytest_exportcheck.item_run import Failed, NotRunnable, skip_reason
@@ -184,31 +185,9 @@ class CheckItem(pytest.Item):
             raise InternalError(f"{self.case.location}: unexpected {message}") from exc
         if any(not isinstance(f, Note) for f in findings):
             raise self._as_xfail_expects(CheckFailure(self.check, findings))
-        self._passed_with(findings)
-
-    def _passed_with(self, notes: list[str]) -> None:
-        """A passing item's notes are its gaps: carried to the reports (and the item's
-        own report section, for -rA), or, under strict gaps, its failure (gaps.py)."""
-        from pytest_exportcheck.failures import CheckFailure
-        from pytest_exportcheck.gaps import (
-            GAPS_PROPERTY,
-            SECTION,
-            as_property,
-            gaps_of,
-            section_text,
-            strict_findings,
-            strict_source,
-        )
-
-        gaps = gaps_of(self.check, notes)
-        if not gaps:
-            return
-        source = strict_source(self.config)
-        if source is not None:
-            failure = CheckFailure(self.check, strict_findings(gaps, source))
-            raise self._as_xfail_expects(failure)
-        self._set_property(GAPS_PROPERTY, as_property(gaps))
-        self.add_report_section("call", SECTION, section_text(gaps))
+        strict = gaps_on_pass(self, findings)  # a pass's notes are its gaps (gaps.py)
+        if strict is not None:
+            raise self._as_xfail_expects(strict)
 
     def _as_xfail_expects(self, error: ExportCheckError) -> ExportCheckError:
         from pytest_exportcheck.item_run import unless_expected

@@ -21,7 +21,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_exportcheck.failures import CheckFailure
 
 GAPS_PROPERTY = "exportcheck_gaps"
 STRICT_OPTION = "exportcheck_strict_gaps"  # the option's dest and the ini key alike
@@ -92,6 +95,29 @@ def section_text(gaps: Sequence[Gap]) -> str:
 def strict_findings(gaps: Sequence[Gap], source: str) -> list[str]:
     """Under strict gaps, each gap as a finding (``source``: which setting made it fail)."""
     return [f"not verified ({source}): {gap.text()}" for gap in gaps]
+
+
+def gaps_on_pass(item: Any, notes: Sequence[str]) -> CheckFailure | None:
+    """What a passing YAML item (``collect.CheckItem``) does with its check's notes.
+
+    Under strict gaps: the check's failure naming them, for the item to raise (so an
+    xfail of the check applies to it as to any finding). Otherwise the gaps are left on
+    the item, as its ``exportcheck_gaps`` property (the reports read it, under xdist
+    too) and as a report section pytest prints under the pass with ``-rA``; None.
+    """
+    gaps = gaps_of(item.check, notes)
+    if not gaps:
+        return None
+    source = strict_source(item.config)
+    if source is not None:
+        from pytest_exportcheck.failures import CheckFailure
+
+        return CheckFailure(item.check, strict_findings(gaps, source))
+    # Set once: pytest may run an item's runtest again (a rerun plugin).
+    item.user_properties[:] = [p for p in item.user_properties if p[0] != GAPS_PROPERTY]
+    item.user_properties.append((GAPS_PROPERTY, as_property(gaps)))
+    item.add_report_section("call", SECTION, section_text(gaps))
+    return None
 
 
 def strict_source(config: Any) -> str | None:
