@@ -27,6 +27,7 @@ from pytest_exportcheck.failures import (
     failure_text,
     full_traceback,
 )
+from pytest_exportcheck.gaps import gaps_of
 from pytest_exportcheck.isolation import seeded
 from pytest_exportcheck.item_guards import item_guards
 from pytest_exportcheck.item_names import consistency_name, item_name
@@ -107,6 +108,7 @@ class CaseRun:
         name = consistency_name(device) if consistency else item_name(check, capture_name, device)
         started = time.perf_counter()
         max_abs_err = None
+        gaps: tuple[dict[str, str], ...] = ()  # a pass's notes (gaps.py)
 
         def result(
             outcome: Outcome, message: str = "", headline: str = "", error: Failure | None = None
@@ -115,7 +117,7 @@ class CaseRun:
             stage_name = "" if error is None else str(getattr(error, "stage", ""))
             return ItemResult(
                 name, check, capture_name, device, outcome, message, headline, seconds,
-                max_abs_err, stage_name,
+                max_abs_err, stage_name, gaps,
             )  # fmt: skip
 
         if check == "moved" and not is_accelerator(device):
@@ -139,6 +141,7 @@ class CaseRun:
                     max_abs_err = errors.max_abs_err
             if any(not isinstance(f, Note) for f in findings):
                 raise CheckFailure(check, findings)
+            gaps = tuple(gap.to_json() for gap in gaps_of(check, findings))
         except NotRunnable as skip:
             return result("skipped", skip.reason)
         except ExportCheckError as error:

@@ -147,6 +147,7 @@ class CheckItem(pytest.Item):
             Note,
             exception_text,
         )
+        from pytest_exportcheck.gaps import gaps_on_pass
         from pytest_exportcheck.isolation import seeded
         from pytest_exportcheck.item_guards import item_guards
         from pytest_exportcheck.item_run import Failed, NotRunnable, skip_reason
@@ -184,6 +185,9 @@ class CheckItem(pytest.Item):
             raise InternalError(f"{self.case.location}: unexpected {message}") from exc
         if any(not isinstance(f, Note) for f in findings):
             raise self._as_xfail_expects(CheckFailure(self.check, findings))
+        strict = gaps_on_pass(self, findings)  # a pass's notes are its gaps (gaps.py)
+        if strict is not None:
+            raise self._as_xfail_expects(strict)
 
     def _as_xfail_expects(self, error: ExportCheckError) -> ExportCheckError:
         from pytest_exportcheck.item_run import unless_expected

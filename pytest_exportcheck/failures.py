@@ -152,7 +152,14 @@ class InternalError(ExportCheckError):
 
 
 class Note(str):
-    """Context a check adds to its findings (where outputs diverge, ...): shown, not counted."""
+    """What a check could not verify, or context for its findings (where outputs diverge):
+    shown with the findings, not counted as one. On an item that passes, a note is a gap
+    (``gaps.py``): reported and counted as such. Write it ``what: why``."""
+
+
+class Info(Note):
+    """A note that is context only, never a gap: it says something the check did verify
+    (a program that accepts a size outside the range and agrees with eager there)."""
 
 
 class CheckFailure(ExportCheckError):

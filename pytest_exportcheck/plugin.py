@@ -104,6 +104,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "when an item that passed (or xfailed) in the baseline fails now, or a new item fails; "
         "failures the baseline already had do not fail it.",
     )
+    group.addoption(
+        "--exportcheck-strict-gaps",
+        dest="exportcheck_strict_gaps",
+        action="store_true",
+        default=False,
+        help="an item that passes with gaps (something its check did not verify, listed in "
+        "the 'exportcheck gaps' summary) fails instead, naming them; also the "
+        "exportcheck_strict_gaps ini option.",
+    )
+    parser.addini(
+        "exportcheck_strict_gaps",
+        type="bool",
+        default=False,
+        help="default for --exportcheck-strict-gaps: a pass with gaps fails (default false).",
+    )
     parser.addini(
         "exportcheck_devices",
         default="cpu",

@@ -43,6 +43,8 @@ class ItemResult:
     max_abs_err: float | None = None
     # Where it failed or xfailed: the [stage] its message starts with (an xfail's `stage:`).
     stage: str = ""
+    # On a pass: what its check did not verify, as {check, what, why} (gaps.py).
+    gaps: tuple[dict[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ need not have loaded.
 * ``json_report.py`` the JSON document, its atomic write, reading a baseline back;
 * ``markdown.py``  the Markdown rendering for CI job summaries;
 * ``compare_runs.py`` this run against a baseline report;
+* ``gap_summary.py`` passing items whose check verified less than it says, counted;
 * ``hooks.py``     the pytest plugin tying them together.
 """
 

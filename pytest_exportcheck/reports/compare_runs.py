@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_exportcheck.drift import DriftGroup, drifts, group
-from pytest_exportcheck.reports.results import FAILING
+from pytest_exportcheck.reports.gap_summary import gap_texts
+from pytest_exportcheck.reports.results import FAILING, PASSING
 
 WAS_GOOD = frozenset({"passed", "xpassed", "xfailed"})  # a failure now is a regression
 NOW_GOOD = frozenset({"passed", "xpassed"})  # after a failure: a fix
@@ -41,6 +42,7 @@ KINDS: tuple[tuple[str, str, str], ...] = (
     ("failing_differently", "failing differently", "failing differently"),
     ("other", "other outcome changes", "other outcome change"),
     ("observations", "observations changed", "observation changed"),
+    ("gaps", "gaps changed", "gaps changed"),
     ("new", "new items", "new item"),
     ("removed", "removed items", "removed item"),
 )
@@ -55,6 +57,8 @@ class Comparison:
     failing_differently: list[Change] = field(default_factory=list)
     other: list[Change] = field(default_factory=list)
     observations: list[Change] = field(default_factory=list)
+    # passing items whose gaps (what their check did not verify) appeared or went
+    gaps: list[Change] = field(default_factory=list)
     new: list[Change] = field(default_factory=list)
     removed: list[Change] = field(default_factory=list)
     unchanged: int = 0
@@ -138,6 +142,7 @@ def compare(
         if old is None:
             assert new is not None
             lines = [_message(new)] if new["outcome"] in FAILING and _message(new) else []
+            lines += gap_diff([], new)
             result.new.append(Change(nodeid, None, new["outcome"], [str(m) for m in lines]))
             continue
         if new is None:
@@ -157,6 +162,7 @@ def compare(
             result.fixes.append(change)
         elif a != b:
             change.lines = [m for m in [_message(new)] if m]
+            change.lines += gap_diff([], new) if a not in PASSING else []  # its gaps are new
             result.other.append(change)
         elif a in (*FAILING, "xfailed") and _message(old) != _message(new):
             change.lines = [f"was: {_message(old)}", f"now: {_message(new)}"]
@@ -169,10 +175,31 @@ def compare(
             capture = str(new.get("capture") or old.get("capture"))
             changes = drifts(capture, old["observation"], new["observation"])
             drifted += [(nodeid, d) for d in changes]
+            changed = True
+        gaps = gap_diff(old, new)
+        if gaps:
+            result.gaps.append(Change(nodeid, a, b, gaps))
         elif not changed:
             result.unchanged += 1
     result.drift = group(drifted)
     return result
+
+
+def gap_diff(old: Item | list[Any], new: Item) -> list[str]:
+    """``+gap`` / ``-gap`` lines where a passing item's gaps differ from the baseline's
+    (``old`` ``[]``: a new item). Nothing when either did not pass (its outcome change
+    says more) or the baseline predates gaps (its items have no ``gaps`` key)."""
+    if isinstance(old, Mapping):
+        if "gaps" not in old or old["outcome"] not in PASSING:
+            return []
+        before = gap_texts(old)
+    else:
+        before = []
+    if new["outcome"] not in PASSING:
+        return []
+    after = gap_texts(new)
+    removed = [f"-gap: {text}" for text in before if text not in after]
+    return removed + [f"+gap: {text}" for text in after if text not in before]
 
 
 def _entry(value: Any) -> str:

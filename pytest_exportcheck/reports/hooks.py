@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pytest_exportcheck.reports import json_report, markdown, nearest
+from pytest_exportcheck.reports import gap_summary, json_report, markdown, nearest
 from pytest_exportcheck.reports import matrix as matrix_mod
 from pytest_exportcheck.reports.compare_runs import Comparison, RunScope, compare
 from pytest_exportcheck.reports.compare_runs import render as render_comparison
@@ -175,6 +175,12 @@ class ReportPlugin:
             for line in matrix_mod.render_text(matrix, width=width):
                 terminalreporter.line(line)
             terminalreporter.line(describe_totals(totals(r.outcome for r in self.results)))
+        gaps = gap_summary.summarize(r.to_json() for r in self.results)
+        if gaps.items:
+            terminalreporter.section("exportcheck gaps")
+            limit = None if self.config.get_verbosity() > 0 else _COMPARE_LIMIT
+            for index, line in enumerate(gap_summary.render_text(gaps, limit)):
+                terminalreporter.line(line, yellow=index == 0, bold=index == 0)
         if self.nearest is not None:
             terminalreporter.section("exportcheck torch versions")
             limit = None if self.config.get_verbosity() > 0 else nearest.GROUPS_SHOWN

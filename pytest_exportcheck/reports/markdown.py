@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+from pytest_exportcheck.reports import gap_summary
 from pytest_exportcheck.reports import matrix as matrix_mod
 from pytest_exportcheck.reports import nearest as nearest_mod
 from pytest_exportcheck.reports.compare_runs import Comparison, arrow
@@ -55,6 +56,22 @@ def _failures(items: list[Mapping[str, Any]]) -> list[str]:
     ]
     head = [f"### Failures ({len(failing)})", "", "| item | stage | message |", "|---|---|---|"]
     return ["", *head, *_listed(rows, len(failing), "failures")]
+
+
+def _gaps(items: list[Mapping[str, Any]]) -> list[str]:
+    """Passing items whose check did not verify everything: one row per gap."""
+    summary = gap_summary.summarize(items)
+    if not summary.items:
+        return []
+    rows = [
+        f"| {_code(nodeid)} | {_cell(text)} |"
+        for found in summary.by_check.values()
+        for nodeid, texts in found
+        for text in texts
+    ]
+    head = [f"### Passed with gaps: {summary.headline()}", "", gap_summary.STRICT_HINT, ""]
+    head += ["| item | not verified: why |", "|---|---|"]
+    return ["", *head, *_listed(rows[:_MAX_LISTED], len(rows), "gaps")]
 
 
 def _comparison(comparison: Comparison) -> list[str]:
@@ -145,6 +162,7 @@ def render(
     if matrix.rows:
         lines += ["", "### Matrix", "", *matrix_mod.render_markdown(matrix)]
     lines += _failures(items)
+    lines += _gaps(items)
     if comparison is not None:
         lines += _comparison(comparison)
     lines += _not_run(items)

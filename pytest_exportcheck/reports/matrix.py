@@ -16,6 +16,7 @@ from pytest_exportcheck.spec.case import ALL_CHECKS
 
 SYMBOLS: dict[str, str] = {
     "passed": ".",
+    "passed with gaps": "g",  # passed, but its check did not verify everything (gaps.py)
     "failed": "F",
     "error": "E",
     "xfailed": "x",
@@ -101,6 +102,13 @@ def check_letters(checks: list[str]) -> dict[str, str]:
     return letters
 
 
+def symbol(result: ItemResult) -> str:
+    """The item's cell: its outcome's symbol, ``g`` for a pass with gaps."""
+    if result.outcome == "passed" and result.gaps:
+        return SYMBOLS["passed with gaps"]
+    return SYMBOLS[result.outcome]
+
+
 def build(results: list[ItemResult]) -> Matrix:
     captures: set[str] = set()
     checks: set[str] = set()
@@ -121,12 +129,12 @@ def build(results: list[ItemResult]) -> Matrix:
             devices.add(result.device)
         if result.check == CONSISTENCY:
             consistency = True
-            row.cells[("", CONSISTENCY)] = SYMBOLS[result.outcome]
+            row.cells[("", CONSISTENCY)] = symbol(result)
             continue
         capture = result.capture or "?"
         captures.add(capture)
         checks.add(result.check)
-        row.cells[(capture, result.check)] = SYMBOLS[result.outcome]
+        row.cells[(capture, result.check)] = symbol(result)
     ordered_checks = sorted(checks, key=_check_key)
     return Matrix(
         captures=sorted(captures, key=_capture_key),

@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from pytest_exportcheck.gaps import GAPS_PROPERTY, from_property
+
 # Every outcome an item can end with, in the order totals are shown.
 OUTCOMES: tuple[str, ...] = (
     "passed",
@@ -27,6 +29,7 @@ OUTCOMES: tuple[str, ...] = (
     "not_applicable",
 )
 FAILING = frozenset({"failed", "error"})
+PASSING = frozenset({"passed", "xpassed"})  # the outcomes a gap can qualify
 NOT_APPLICABLE = "not applicable: "
 PROPERTY_PREFIX = "exportcheck_"
 # Left by each call of the `exportcheck` fixture (api/check.py): that call's items.
@@ -57,6 +60,14 @@ class ItemResult:
     # from it ([[kind, example], ...], see drift.py)
     recorded_against: str | None = None
     drift: list[list[str]] | None = None
+    # what the item's check did not verify, on an item that passed ([{check, what, why}],
+    # see gaps.py); None where it has none
+    gaps: list[dict[str, str]] | None = None
+
+    @property
+    def with_gaps(self) -> bool:
+        """Passed, but its check verified less than it says (gaps.py)."""
+        return self.outcome in PASSING and bool(self.gaps)
 
     @property
     def broken(self) -> bool:
@@ -189,7 +200,13 @@ def item_result(nodeid: str, phases: Mapping[str, Any]) -> ItemResult | None:
         observation=_json_property(props.get("exportcheck_observation")),
         recorded_against=props.get("exportcheck_recorded_against"),
         drift=_json_property(props.get("exportcheck_drift")),
+        gaps=_gaps(props.get(GAPS_PROPERTY)) if outcome in PASSING else None,
     )
+
+
+def _gaps(value: Any) -> list[dict[str, str]] | None:
+    gaps = from_property(value)
+    return [gap.to_json() for gap in gaps] if gaps else None
 
 
 def fixture_results(
@@ -236,6 +253,7 @@ def fixture_results(
                     reason=reason,
                     max_abs_err=_float(item.get("max_abs_err")),
                     duration=round(float(item.get("seconds") or 0.0), 4),
+                    gaps=_gaps(item.get("gaps")) if outcome == "passed" else None,
                 )
             )
     return results
