@@ -346,13 +346,15 @@ class Perturbed(nn.Module):
 
 
 class PerturbedBlock(nn.Module):
+    """tanh, not relu: an output that is all zeros for some inputs would be vacuous."""
+
     def __init__(self, perturb: bool) -> None:
         super().__init__()
         self.lin = nn.Linear(4, 4)
         self.act = Perturbed(perturb)
 
     def forward(self, x):
-        return self.act(torch.relu(self.lin(x)))
+        return self.act(torch.tanh(self.lin(x)))
 
 
 class OneBlockPerturbed(nn.Module):
