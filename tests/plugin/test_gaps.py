@@ -258,7 +258,7 @@ def test_the_exportcheck_fixtures_items_carry_their_gaps_too(
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [
-            "  counter*g",
+            "  test_counter::counter*g",
             "1 passing item with 1 gap (hierarchy 1); *",
             "  test_model.py::test_counter::counter::hierarchy[[]export-cpu[]]",
             f"      {COUNTER_GAP}",
