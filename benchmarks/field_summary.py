@@ -38,7 +38,8 @@ def main(path: str) -> None:
     print(f"{'check':12} {'judged':>6} {'failed':>6} {'xfailed':>7}")
     for check in sorted(judged):
         print(f"{check:12} {judged[check]:6} {failed[check]:6} {xfailed[check]:7}")
-    print(f"{'total':12} {sum(judged.values()):6} {sum(failed.values()):6} {sum(xfailed.values()):7}")
+    totals = (sum(judged.values()), sum(failed.values()), sum(xfailed.values()))
+    print(f"{'total':12} {totals[0]:6} {totals[1]:6} {totals[2]:7}")
     for item in items:
         if item["outcome"] == "failed":
             first = (item.get("message") or "").strip().splitlines()[:1]

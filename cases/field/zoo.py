@@ -49,4 +49,3 @@ def timm_model(name: str, **kwargs: Any) -> torch.nn.Module:
     import timm
 
     return timm.create_model(name, pretrained=False, **kwargs)
-
