@@ -52,7 +52,9 @@ def random_boxes(count: int, seed: int, dtype: torch.dtype) -> tuple[torch.Tenso
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("threshold", [0.0, 0.3, 0.5, 0.7, 1.0])
 @pytest.mark.parametrize("seed", range(4))
-def test_keeps_what_the_pairwise_loop_keeps(seed: int, threshold: float, dtype: torch.dtype) -> None:
+def test_keeps_what_the_pairwise_loop_keeps(
+    seed: int, threshold: float, dtype: torch.dtype
+) -> None:
     dets, scores = random_boxes(60, seed, dtype)
     kept = shim.nms_reference(dets, scores, threshold)
     assert kept.dtype == torch.long
