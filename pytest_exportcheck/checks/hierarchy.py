@@ -35,7 +35,7 @@ from pytest_exportcheck.checks.localize import base_fqn
 from pytest_exportcheck.checks.steps import fp64_output
 from pytest_exportcheck.checks.submodules import check_submodules_alone
 from pytest_exportcheck.compare_values import EXACT, Tolerance, compare_trees
-from pytest_exportcheck.failures import ExportCheckWarning, Note, describe_exception
+from pytest_exportcheck.failures import ExportCheckWarning, Info, Note, describe_exception
 from pytest_exportcheck.spec import Case
 
 
@@ -172,9 +172,10 @@ def _call_counts(record: ProgramRecord, unflat: torch.nn.Module) -> list[str]:
         label = " / ".join(repr(n) for n in group)
         if nodes < calls and name in counted.passthrough:
             # The program is right: a call that returns its input computes nothing to record.
+            # Verified, so context and not a gap (field corpus: 2,188 of 4,489 gaps were these).
             kind = type(record.subject.pristine_model.get_submodule(name)).__name__
             findings.append(
-                Note(
+                Info(
                     f"{label} ({kind}) is a no-op in this mode: eager's {calls} call(s) "
                     f"returned the input unchanged, so export records {nodes} call_module "
                     "node(s) for it; not compared"
