@@ -587,6 +587,16 @@ cases:
 """
 
 
+# An `inject` body: the export capture re-exported without `dynamic_shapes`, so every
+# dim it was asked to keep dynamic is static (what a torch that specializes them gives).
+REEXPORTED_STATIC = """
+import copy
+static = torch.export.export(copy.deepcopy(record.captured_model), record.subject.inputs_copy()[0])
+record.program = static
+record._runnables.clear()
+"""
+
+
 def inject(pytester: pytest.Pytester, body: str, capture: str = "export") -> None:
     """Corrupt what a capture path returns, to prove a check catches it.
 

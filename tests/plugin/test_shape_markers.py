@@ -7,7 +7,7 @@ Each finding comes from a model that really does it, on torch's real export.
 from __future__ import annotations
 
 import pytest
-from casekit import inject, write_cases
+from casekit import REEXPORTED_STATIC, inject, write_cases
 
 AUTO = """
 cases:
@@ -105,12 +105,7 @@ def test_a_dynamic_marker_made_static_is_a_finding(project: pytest.Pytester) -> 
     write_cases(project, AUTO.replace("{0: auto}", "{0: dynamic}"))
     inject(
         project,
-        """
-        import copy
-        static = torch.export.export(copy.deepcopy(record.captured_model), record.subject.inputs_copy()[0])
-        record.program = static
-        record._runnables.clear()
-        """,
+        REEXPORTED_STATIC,
     )
     result = run_shapes(project)
     result.assert_outcomes(failed=1)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from casekit import inject, needs_dynamo, write_cases
+from casekit import REEXPORTED_STATIC, inject, needs_dynamo, write_cases
 
 BATCH = """
 cases:
@@ -138,12 +138,7 @@ def test_a_specialized_dim_is_named_with_its_value(project: pytest.Pytester) -> 
     write_cases(project, BATCH)
     inject(
         project,
-        """
-        import copy
-        static = torch.export.export(copy.deepcopy(record.captured_model), record.subject.inputs_copy()[0])
-        record.program = static
-        record._runnables.clear()
-        """,
+        REEXPORTED_STATIC,
     )
     result = run_shapes(project)
     result.assert_outcomes(failed=1)
