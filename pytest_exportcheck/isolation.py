@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import torch
 from torch.utils import _pytree as pytree
 
+from pytest_exportcheck.copy_on_write import lazy_deepcopy
 from pytest_exportcheck.frozen_values import FrozenValues
 
 T = TypeVar("T")
@@ -34,6 +35,17 @@ def clone_tree(tree: T) -> T:
         return leaf
 
     return pytree.tree_map(clone, tree)
+
+
+def detached(tree: T) -> T:
+    """Every tensor leaf detached from autograd (the same values and storage).
+
+    Eager runs with autograd on (as export traces); an output kept with its graph
+    keeps every activation its backward would need alive: ResNet-50's items held
+    ~40 MB of them per kept eager output."""
+    return pytree.tree_map(
+        lambda leaf: leaf.detach() if isinstance(leaf, torch.Tensor) else leaf, tree
+    )
 
 
 def keep_marks(original: torch.Tensor, copied: torch.Tensor) -> torch.Tensor:
@@ -120,9 +132,32 @@ def to_device(tree: T, device: str) -> T:
 
 
 def private_copy(obj: T) -> T:
-    """A deep copy: its tensors share no storage with ``obj``'s."""
+    """A deep copy: its tensors share no storage with ``obj``'s.
+
+    The tensors of a module, a program or a list of tensors are copied on first
+    write (``copy_on_write.py``): a run that writes one gets its own bytes, and
+    a big model's weights, which no run writes, are held once.
+    """
     with quiet_torch_internals():
-        return copy.deepcopy(obj)
+        return lazy_deepcopy(obj, held_tensors(obj))
+
+
+def held_tensors(obj: Any) -> list[torch.Tensor]:
+    """The tensors a module (its parameters, buffers and tensor attributes), an
+    ``ExportedProgram`` (its state and constants, and its graph module's) or a list
+    or tuple holds."""
+    if isinstance(obj, (list, tuple)):
+        return [value for value in obj if isinstance(value, torch.Tensor)]
+    if isinstance(obj, torch.export.ExportedProgram):
+        values = [*obj.state_dict.values(), *obj.constants.values()]
+        return held_tensors(values) + held_tensors(obj.graph_module)
+    if not isinstance(obj, torch.nn.Module):
+        return []
+    tensors: list[torch.Tensor] = []
+    for module in obj.modules():
+        for store in (module._parameters, module._buffers, module.__dict__):
+            tensors += [value for value in store.values() if isinstance(value, torch.Tensor)]
+    return tensors
 
 
 @contextmanager

@@ -35,7 +35,8 @@ from typing import TypeVar
 
 import torch
 
-from pytest_exportcheck.isolation import quiet_torch_internals
+from pytest_exportcheck.copy_on_write import WriteMark
+from pytest_exportcheck.isolation import private_copy, quiet_torch_internals
 
 P = TypeVar("P")
 
@@ -46,7 +47,7 @@ class ProgramCopies:
 
     def __init__(self, program: torch.export.ExportedProgram) -> None:
         self.program = program
-        self._pairs: list[tuple[torch.Tensor, torch.Tensor]] | None = None
+        self._pairs: list[tuple[torch.Tensor, torch.Tensor, WriteMark]] | None = None
         # ep's tensors, each with the alias reading copies hold (the same for all of
         # them, so a program derived from a reading copy maps onto the runtime tensors).
         self._aliases = [(own, _alias(own)) for own in program_tensors(program)]
@@ -65,14 +66,20 @@ class ProgramCopies:
         """
         if self._pairs is None:
             own = [own for own, _ in self._aliases]
-            with quiet_torch_internals():
-                runtime = copy.deepcopy(own)  # one memo: views of one storage stay views
-            self._pairs = list(zip(own, runtime, strict=True))
+            # One memo: views of one storage stay views. Copied on write: the
+            # weights no run writes stay ep's bytes (copy_on_write.py).
+            runtime = private_copy(own)
+            self._pairs = [
+                (own_tensor, runtime_tensor, WriteMark(runtime_tensor))
+                for own_tensor, runtime_tensor in zip(own, runtime, strict=True)
+            ]
         with torch.no_grad():
-            for own_tensor, runtime_tensor in self._pairs:
-                runtime_tensor.copy_(own_tensor)
+            for index, (own_tensor, runtime_tensor, mark) in enumerate(self._pairs):
+                if not mark.unwritten(runtime_tensor):
+                    runtime_tensor.copy_(own_tensor)
+                    self._pairs[index] = (own_tensor, runtime_tensor, WriteMark(runtime_tensor))
         memo = {}
-        for (own, alias), (_, runtime) in zip(self._aliases, self._pairs, strict=True):
+        for (own, alias), (_, runtime, _) in zip(self._aliases, self._pairs, strict=True):
             memo[id(own)] = memo[id(alias)] = runtime
         return _copy(program, memo)
 

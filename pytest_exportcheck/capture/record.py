@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from pytest_exportcheck.copy_on_write import WriteMark
 from pytest_exportcheck.forward_defaults import DEFAULT_PREFIX, forward_defaults
 from pytest_exportcheck.frozen_values import FrozenValues
 from pytest_exportcheck.isolation import quiet_torch_internals
@@ -169,7 +170,7 @@ class Resettable:
     """
 
     def __init__(self, *owners: Any, frozen: FrozenValues | None = None) -> None:
-        self.slots: list[tuple[dict[str, Any], str, torch.Tensor, torch.Tensor]] = []
+        self.slots: list[tuple[dict[str, Any], str, torch.Tensor, torch.Tensor, WriteMark]] = []
         frozen = frozen if frozen is not None else FrozenValues()
         seen: set[int] = set()
         for root in owners:
@@ -185,14 +186,19 @@ class Resettable:
                     for name, value in list(store.items()):
                         if isinstance(value, torch.Tensor):
                             pristine = frozen.keep(dot + name, value)
-                            self.slots.append((store, name, value, pristine))
+                            # Made with these values: unwritten, it needs no reset.
+                            self.slots.append((store, name, value, pristine, WriteMark(value)))
 
     def reset(self) -> None:
+        # A tensor no run wrote is left as it is: writing the values back would
+        # give a copy-on-write tensor bytes of its own (copy_on_write.py).
         with torch.no_grad():
-            for store, name, tensor, pristine in self.slots:
+            for index, (store, name, tensor, pristine, mark) in enumerate(self.slots):
                 if store.get(name) is not tensor:
                     store[name] = tensor
-                tensor.copy_(pristine)
+                if not mark.unwritten(tensor):
+                    tensor.copy_(pristine)
+                    self.slots[index] = (store, name, tensor, pristine, WriteMark(tensor))
 
 
 def named_tensors(model: torch.nn.Module) -> dict[str, tuple[str, torch.Tensor]]:

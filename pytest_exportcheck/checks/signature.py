@@ -361,11 +361,15 @@ def _fed_identity(record: CaptureRecord, p: Any, held: torch.Tensor) -> list[str
 
 
 def tensor_identity(tensor: torch.Tensor) -> Any:
-    """Same object, or a view of the same memory with the same geometry."""
+    """Same object, or a view of the same storage with the same geometry.
+
+    By storage (``_cdata``), not ``data_ptr()``: asking for the pointer gives a
+    copy-on-write tensor bytes of its own (``copy_on_write.py``).
+    """
     if tensor.device.type == "meta":
         return id(tensor)
     return (
-        tensor.untyped_storage().data_ptr(),
+        tensor.untyped_storage()._cdata,
         tensor.storage_offset(),
         tuple(tensor.shape),
         tuple(tensor.stride()),
