@@ -9,7 +9,13 @@ from typing import Any
 import torch
 
 from pytest_exportcheck.frozen_values import FrozenValues
-from pytest_exportcheck.isolation import clone_tree, flat_inputs, seed_everything, snapshot_state
+from pytest_exportcheck.isolation import (
+    clone_tree,
+    detached,
+    flat_inputs,
+    seed_everything,
+    snapshot_state,
+)
 
 
 @dataclass
@@ -50,7 +56,7 @@ def run_steps(
         args, kwargs = clone_tree(inputs)
         seed_everything(seed)
         with torch.set_grad_enabled(eager):
-            output = module(*args, **kwargs)
+            output = detached(module(*args, **kwargs))
         state = snapshot_state(owner, frozen) if isinstance(owner, torch.nn.Module) else {}
         results.append(Step(output, state, flat_inputs(args, kwargs)))
     return results

@@ -25,6 +25,7 @@ from pytest_exportcheck.failures import (
 from pytest_exportcheck.frozen_values import FrozenValues, bit_identical
 from pytest_exportcheck.isolation import (
     clone_tree,
+    detached,
     flat_inputs,
     module_state,
     private_copy,
@@ -146,7 +147,7 @@ class Subject:
         before_inputs = {path: _Snapshot(v) for path, v in flat_inputs(args, kwargs)}
         try:
             with seeded(self.case.seed), torch.enable_grad():
-                output = model(*args, **kwargs)
+                output = detached(model(*args, **kwargs))
         except Exception as exc:
             raise self._not_portable(exc) or EagerError(
                 describe_exception(exc, context=f"{self.case.location}: the eager forward raised")
@@ -205,7 +206,7 @@ class Subject:
         model = self.model_copy()
         args, kwargs = self.inputs_copy()
         with seeded(seed), torch.enable_grad():
-            return model(*args, **kwargs)
+            return detached(model(*args, **kwargs))
 
     def run(
         self,
@@ -312,7 +313,9 @@ class _Snapshot:
         before = self.copy
         if before.shape != after.shape or before.dtype != after.dtype:
             return True
-        if before.is_floating_point() or before.is_complex():
+        if torch.equal(before, after.detach()):  # allocates nothing, unlike allclose
+            return False
+        if before.is_floating_point() or before.is_complex():  # NaN in place of NaN
             return not torch.allclose(before, after.detach(), rtol=0, atol=0, equal_nan=True)
         return not torch.equal(before, after.detach())
 
