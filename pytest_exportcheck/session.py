@@ -53,7 +53,7 @@ class ExportCheckSession:
         timeout = config.getoption("exportcheck_timeout") or config.getini("exportcheck_timeout")
         self.timeout = option_values.seconds(timeout)
         self.max_elements = option_values.whole_number(config, "exportcheck_max_elements")
-        self.memory_limit = option_values.memory_limit(config)
+        self.memory_limit, self.memory_limit_derived = option_values.memory_limit(config)
         self._limit_replaced: tuple[int, int] | None = None
         # Case name → where it was first defined: names are unique across files.
         self.case_names: dict[str, str] = {}
@@ -173,6 +173,7 @@ class ExportCheckSession:
     def pytest_report_header(self) -> list[str]:
         if self.memory_limit is None:
             return []
+        from pytest_exportcheck import memory_limit
         from pytest_exportcheck.gpu_sharing import show_size
 
         if self._checks_cuda():
@@ -180,7 +181,15 @@ class ExportCheckSession:
                 "exportcheck: memory limit not set: this run checks CUDA devices, whose "
                 "driver's mappings the limit would count (memory_limit.py)"
             ]
-        return [f"exportcheck: memory limit {show_size(self.memory_limit)} per process"]
+        line = f"exportcheck: memory limit {show_size(self.memory_limit)} per process"
+        if self.memory_limit_derived:
+            share = f"{memory_limit.DEFAULT_SHARE:.0%}"
+            line += (
+                f" ({share} of this machine's memory over "
+                f"{option_values.processes_running_items(self.config)} process(es); "
+                "exportcheck_memory_limit sets another, 0 none)"
+            )
+        return [line]
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         if hasattr(self.config, "workerinput"):  # the cores shared out (worker_threads.py)
@@ -366,6 +375,10 @@ class ExportCheckSession:
                 from pytest_exportcheck.devices import free_memory
 
                 free_memory(device)
+        if freed_devices:
+            from pytest_exportcheck.memory_return import return_freed_memory
+
+            return_freed_memory()
 
     def cached_captures(self) -> list[Key]:
         """For tests: the keys of captures alive now."""
