@@ -18,6 +18,13 @@ touched, so it is an upper bound on resident memory. It is not set in a process
 that checks CUDA devices: the CUDA driver's own mappings count against it and
 were not measured on a GPU, and a driver failing to initialize would fail every
 GPU item for the wrong reason.
+
+Unset, the limit is :func:`derived`: 90% of the machine's memory (or of the
+cgroup's, in a container) divided by the processes that run items. Every
+worker then stops short of the kernel's killer even when all of them peak at
+once; measured on the big models (``benchmarks/big_models.py --one-process``),
+what the limit counts stays within a few hundred MB of resident memory, so a
+model that fits its share is not refused (``benchmarks/README.md``, Big models).
 """
 
 from __future__ import annotations
@@ -45,6 +52,47 @@ def parse(text: str) -> int | None:
         # Importing torch alone takes 0.2-0.8 GB of it: a smaller limit fails every item.
         raise ValueError(f"{INI}: {text!r} is under 1GiB, less than torch itself needs")
     return size
+
+
+# The share of the machine's memory the processes running items may ask for, all
+# together, when no limit is set: the rest is the controller's, the page cache's
+# and the system's.
+DEFAULT_SHARE = 0.9
+
+
+def derived(workers: int) -> int | None:
+    """The default limit: :data:`DEFAULT_SHARE` of the machine's memory (or of the
+    container's, where its cgroup allows less), shared out among ``workers``
+    processes. None where the memory cannot be read, or the share is under 1 GiB
+    (less than torch itself needs: every item would fail)."""
+    total = machine_memory()
+    if total is None:
+        return None
+    share = int(total * DEFAULT_SHARE) // max(1, workers)
+    return share if share >= 1 << 30 else None
+
+
+def machine_memory() -> int | None:
+    """Bytes of memory this process's machine, or its cgroup, lets it use (Linux)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    sizes = []
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemTotal:"):
+                    sizes.append(int(line.split()[1]) * 1024)
+    except OSError:
+        pass
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(path) as limit:
+                text = limit.read().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            sizes.append(int(text))
+    return min(sizes) if sizes else None
 
 
 def apply(limit: int) -> tuple[int, int] | None:

@@ -62,12 +62,24 @@ def check_gpu_sharing(config: pytest.Config) -> None:
         raise pytest.UsageError(f"--exportcheck-gpu-workers / exportcheck_gpu_*: {exc}") from None
 
 
-def memory_limit(config: pytest.Config) -> int | None:
-    """``--exportcheck-memory-limit`` / ``exportcheck_memory_limit`` in bytes (None: none)."""
-    from pytest_exportcheck.memory_limit import parse
+def memory_limit(config: pytest.Config) -> tuple[int | None, bool]:
+    """``--exportcheck-memory-limit`` / ``exportcheck_memory_limit`` in bytes (None: none),
+    and whether it is the default derived from the machine (neither was given)."""
+    from pytest_exportcheck.memory_limit import derived, parse
 
     text = config.getoption("exportcheck_memory_limit") or config.getini("exportcheck_memory_limit")
+    if not str(text).strip():
+        return derived(processes_running_items(config)), True
     try:
-        return parse(str(text))
+        return parse(str(text)), False
     except ValueError as exc:
         raise pytest.UsageError(f"--exportcheck-memory-limit / {exc}") from None
+
+
+def processes_running_items(config: pytest.Config) -> int:
+    """xdist's worker count (seen alike by the controller and each worker), else 1."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        return max(1, int(workerinput.get("workercount", 1)))
+    count = getattr(config.option, "numprocesses", None)
+    return count if isinstance(count, int) and count > 0 else 1

@@ -71,7 +71,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         metavar="SIZE",
         help="memory each process running items may ask for (e.g. 12GiB; 0: no limit); "
-        "default: the exportcheck_memory_limit ini option.",
+        "default: the exportcheck_memory_limit ini option, else 90% of the machine's "
+        "memory divided by the workers.",
     )
     group.addoption(
         "--exportcheck-update",
@@ -150,8 +151,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="",
         help="memory each process running items may ask for (e.g. 12GiB; CPU-only runs, "
         "Linux): an allocation past it fails its item, naming the limit, instead of the "
-        "system killing the worker. Set it to the machine's memory divided by the workers, "
-        "less a margin (default: no limit).",
+        "system killing the worker (default: 90% of the machine's memory, or its cgroup's, "
+        "divided by the workers; 0: no limit).",
     )
     parser.addini(
         "exportcheck_gpu_workers",

@@ -27,3 +27,22 @@ def test_the_note_names_the_limit_only_for_a_refused_allocation(
     assert memory_limit.note_for(wrapped).startswith("(this process's memory limit is 4.0 GiB")
     assert memory_limit.note_for(MemoryError()) != ""
     assert memory_limit.note_for(ValueError("shape mismatch")) == ""
+
+
+def test_the_default_limit_shares_most_of_the_machine_among_the_workers(monkeypatch) -> None:
+    monkeypatch.setattr(memory_limit, "machine_memory", lambda: 24 << 30)
+    assert memory_limit.derived(1) == int((24 << 30) * memory_limit.DEFAULT_SHARE)
+    assert memory_limit.derived(2) == int((24 << 30) * memory_limit.DEFAULT_SHARE) // 2
+    assert memory_limit.derived(32) is None  # under 1 GiB each: torch alone needs more
+    monkeypatch.setattr(memory_limit, "machine_memory", lambda: None)
+    assert memory_limit.derived(2) is None
+
+
+def test_the_machine_memory_is_read_where_linux_gives_it() -> None:
+    import sys
+
+    size = memory_limit.machine_memory()
+    if sys.platform.startswith("linux"):
+        assert size is not None and size > 1 << 30
+    else:
+        assert size is None
