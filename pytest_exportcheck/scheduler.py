@@ -233,6 +233,11 @@ class DeviceAwareScheduling(LoadScopeScheduling):
     def _reschedule(self, node: Any) -> None:
         if node.shutting_down:
             return
+        if node not in self.registered_collections:
+            # A worker that replaced a crashed one and has not sent its collection yet:
+            # work is sent as indices into it, so it is dealt in once it arrives
+            # (xdist reschedules every node when another's collection arrives).
+            return
         if not any(self.may_ever_run(node, unit) for unit in self.workqueue):
             # Ownership is fixed, so nothing will become runnable for this worker later.
             node.shutdown()

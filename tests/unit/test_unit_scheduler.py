@@ -366,3 +366,17 @@ def test_a_worker_takes_more_of_a_case_it_holds_before_the_next_longest() -> Non
     nodes = run_to_completion(2, collection, durations=durations)
     (holder,) = [node for node in nodes if a_export[0] in node.ran()]
     assert set(a_strict) <= set(holder.ran())
+
+
+def test_a_replacement_worker_gets_work_once_its_collection_arrives() -> None:
+    # Under load, another worker's collection may arrive while the one replacing a
+    # crashed worker is still collecting: xdist then reschedules every node.
+    scheduler, (first, second) = scheduled(2)
+    scheduler.remove_node(second)
+    replacement = FakeWorker("gw2", COLLECTION, first.events)
+    scheduler.add_node(replacement)
+    scheduler.schedule()  # no KeyError: the replacement is left alone for now
+    assert replacement.sent == []
+    scheduler.add_node_collection(replacement, COLLECTION)
+    scheduler.schedule()
+    assert replacement.sent or not scheduler.workqueue
