@@ -113,9 +113,10 @@ class WriteMark:
     Unwritten: its storage still shares bytes copy-on-write (a write, in place or
     through ``.data``, would have copied them) and its version counter is where
     it was (torch's ``reshape`` may lazily copy a tensor too, which makes a
-    written storage shared again; a write bumps the counter first). Tensors that
-    were never lazy copies always count as written: checking their values would
-    cost what resetting them costs.
+    written storage shared again; a write bumps the counter first). Once written,
+    a tensor stays written to its mark (its bytes are its own from then on), so
+    a mark is made once. Tensors that were never lazy copies always count as
+    written: checking their values would cost what resetting them costs.
     """
 
     __slots__ = ("version",)

@@ -20,11 +20,12 @@ were not measured on a GPU, and a driver failing to initialize would fail every
 GPU item for the wrong reason.
 
 Unset, the limit is :func:`derived`: 90% of the machine's memory (or of the
-cgroup's, in a container) divided by the processes that run items. Every
-worker then stops short of the kernel's killer even when all of them peak at
-once; measured on the big models (``benchmarks/big_models.py --one-process``),
-what the limit counts stays within a few hundred MB of resident memory, so a
-model that fits its share is not refused (``benchmarks/README.md``, Big models).
+cgroup's, in a container) divided by the processes that run items, so that
+all of them together stay short of the machine (not measured with every worker
+at its peak: that takes the machine's whole memory). On the big models
+(``benchmarks/big_models.py --one-process``) what the limit counts stayed within
+16% of resident memory after every item, so a model that fits its share is not
+refused for memory it never touches (``benchmarks/README.md``, Big models).
 """
 
 from __future__ import annotations

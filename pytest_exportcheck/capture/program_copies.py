@@ -74,10 +74,10 @@ class ProgramCopies:
                 for own_tensor, runtime_tensor in zip(own, runtime, strict=True)
             ]
         with torch.no_grad():
-            for index, (own_tensor, runtime_tensor, mark) in enumerate(self._pairs):
+            for own_tensor, runtime_tensor, mark in self._pairs:
+                # Once written, a tensor stays written to its mark: reset at every use.
                 if not mark.unwritten(runtime_tensor):
                     runtime_tensor.copy_(own_tensor)
-                    self._pairs[index] = (own_tensor, runtime_tensor, WriteMark(runtime_tensor))
         memo = {}
         for (own, alias), (_, runtime, _) in zip(self._aliases, self._pairs, strict=True):
             memo[id(own)] = memo[id(alias)] = runtime

@@ -193,12 +193,11 @@ class Resettable:
         # A tensor no run wrote is left as it is: writing the values back would
         # give a copy-on-write tensor bytes of its own (copy_on_write.py).
         with torch.no_grad():
-            for index, (store, name, tensor, pristine, mark) in enumerate(self.slots):
+            for store, name, tensor, pristine, mark in self.slots:
                 if store.get(name) is not tensor:
                     store[name] = tensor
-                if not mark.unwritten(tensor):
+                if not mark.unwritten(tensor):  # once written, written for good
                     tensor.copy_(pristine)
-                    self.slots[index] = (store, name, tensor, pristine, WriteMark(tensor))
 
 
 def named_tensors(model: torch.nn.Module) -> dict[str, tuple[str, torch.Tensor]]:
