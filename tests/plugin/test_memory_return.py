@@ -4,7 +4,9 @@ a worker's resident memory after a big case returns to within a margin of where 
 The margin, 48 MiB, is what a case leaves behind by design (torch's and Dynamo's caches,
 the code FX generates, pytest's reports) on a model of 128 MiB of weights; a copy of the
 weights kept (a capture, a subject, a runnable), or the freed heaps not handed back, is
-more (measured: 1.3 GiB kept after vgg11's items before the trim, issue 29)."""
+more (measured: 1.3 GiB kept after vgg11's items before the trim, issue 29; a strict
+export's weights, which Dynamo keeps in a global of its own, +128 MiB a case on torch 2.13
+until the capture's globals went with it: capture/dynamo_globals.py)."""
 
 from __future__ import annotations
 
@@ -44,7 +46,7 @@ CASE = """
     description: 128 MiB of weights
     model: {{target: big.py:Big}}
     inputs: {{args: [{{shape: [4, 4096]}}]}}
-    captures: [export]
+    captures: [export, export-strict]
     checks: [signature, mutation, parity]
 """
 
@@ -66,7 +68,7 @@ def test_resident_memory_returns_after_each_case(pytester: pytest.Pytester) -> N
     result = pytester.runpytest_subprocess(
         "--exportcheck", "-p", "no:xdist", "-p", "no:cacheprovider"
     )
-    result.assert_outcomes(passed=3 * len(names))
+    result.assert_outcomes(passed=6 * len(names))
     after: dict[str, int] = {}
     for line in (pytester.path / "rss.log").read_text().splitlines():
         nodeid, rss = line.split()

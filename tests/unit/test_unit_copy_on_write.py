@@ -9,7 +9,8 @@ from torch import nn
 
 from pytest_exportcheck.capture.record import Resettable
 from pytest_exportcheck.checks.signature import tensor_identity
-from pytest_exportcheck.copy_on_write import WriteMark, is_shared, lazily_copyable
+from pytest_exportcheck.copy_on_write import WriteMark, is_shared, lazily_copyable, same_bytes
+from pytest_exportcheck.frozen_values import bit_identical
 from pytest_exportcheck.isolation import private_copy
 
 MIB = 1 << 20
@@ -97,3 +98,19 @@ def test_a_reset_puts_back_what_was_written_and_leaves_the_rest_shared() -> None
     runtime.stats = torch.ones(64)  # rebound: the object is put back too
     resettable.reset()
     assert torch.equal(runtime.stats, torch.zeros(64))
+
+
+def test_shared_unwritten_bytes_are_known_the_same_without_reading_them() -> None:
+    model = Viewed()
+    copy = private_copy(model)
+    if not hasattr(copy.weight, "const_data_ptr"):  # torch 2.9: values are compared instead
+        assert not same_bytes(copy.weight, model.weight)
+        return
+    assert same_bytes(copy.weight, model.weight)
+    assert same_bytes(copy.row, model.weight[0])  # a view lines up with the same view
+    assert not same_bytes(copy.weight[1:], model.weight[:-1])  # same storage, other place
+    assert is_shared(copy.weight)  # asking copied nothing
+    with torch.no_grad():
+        copy.weight.add_(0.0)  # written: its own bytes now, the same values
+    assert not same_bytes(copy.weight, model.weight)
+    assert bit_identical(copy.weight, model.weight)  # which the value comparison still finds
