@@ -71,6 +71,7 @@ class Crash:
     unit: Key | None = None  # the capture (or subject) the item checks
     peak_rss: int | None = None  # the worker's peak resident memory when last measured
     signal: int | None = None  # the signal that ended the worker, where the controller saw it
+    ended_by: str | None = None  # why this plugin ended the worker itself (stages.end_process)
 
     @property
     def killed_for_memory(self) -> bool:
@@ -86,7 +87,9 @@ class Crash:
     def describe(self, error: object | None = None) -> str:
         """The crashed item's own failure text."""
         died = f"worker {self.worker} died in the {self.stage} stage of this item"
-        if self.signal is not None:
+        if self.ended_by is not None:
+            died += f" (ended on purpose: {self.ended_by})"
+        elif self.signal is not None:
             likely = ", likely the kernel's out-of-memory killer" if self.killed_for_memory else ""
             died += f" (killed by {_signal_name(self.signal)}{likely})"
         elif error:
@@ -100,7 +103,9 @@ class Crash:
             after = f"the {condemned[-1]} capture's other items on {condemned[2]} are not run"
         else:
             after = f"the case's other items on {condemned[2]} are not run"
-        if self.killed_for_memory:
+        if self.ended_by is not None:
+            hint = "a new worker runs the rest"
+        elif self.killed_for_memory:
             hint = (
                 "an out-of-memory kill leaves no traceback (run this case with fewer "
                 "workers, or alone, to give it the memory)"
@@ -175,6 +180,8 @@ class Breadcrumb:
                        "properties": [list(p) for p in properties],
                        "unit": list(unit) if unit is not None else None}  # fmt: skip
         self._write()
+        global _CURRENT
+        _CURRENT = self
         if self.path is not None and self._sampler is None:
             # The memory a worker had when the kernel killed it is the best clue to why:
             # measured every SAMPLE_SECONDS, not only when the stage changes.
@@ -187,6 +194,11 @@ class Breadcrumb:
         while True:
             time.sleep(SAMPLE_SECONDS)
             self._write()
+
+    def ending(self, why: str) -> None:
+        """The worker is about to end itself: why, for the controller's report."""
+        self._state["ended_by"] = why
+        self._write()
 
     @contextmanager
     def at(self, stage: str, key: Key | None = None) -> Iterator[None]:
@@ -231,7 +243,17 @@ class Breadcrumb:
             properties=tuple((name, value) for name, value in state.get("properties", [])),
             unit=tuple(state["unit"]) if state.get("unit") else None,
             peak_rss=state.get("peak_rss"),
+            ended_by=state.get("ended_by"),
         )
+
+
+_CURRENT: Breadcrumb | None = None  # this worker's, once an item started
+
+
+def note_ending(why: str) -> None:
+    """Tell the controller (through the breadcrumb) why this worker ends itself."""
+    if _CURRENT is not None:
+        _CURRENT.ending(why)
 
 
 class CrashLog:

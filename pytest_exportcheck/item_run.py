@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
-from pytest_exportcheck.stages import StageTimeout, stage
+from pytest_exportcheck.stages import STOPPED, StageTimeout, stage
 
 if TYPE_CHECKING:
     from pytest_exportcheck.capture import CaptureRecord
@@ -216,5 +216,5 @@ def timeout_message(case: Case, seconds: float, source: str, stage_name: str) ->
     """The ``[timeout]`` message: where the item was when its ``seconds`` ran out."""
     return (
         f"{case.location}: still in the {stage_name} stage after {seconds:g} s ({source}); "
-        "stopped, the rest of the run goes on"
+        + STOPPED
     )

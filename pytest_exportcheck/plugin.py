@@ -166,6 +166,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "GPU (default: the last run's measured peak per worker with a margin, else 4GiB).",
     )
     parser.addini(
+        "exportcheck_supervise",
+        type="bool",
+        default=True,
+        help="without -n, run the session in a forked child and fail the run if that "
+        "process ends before the run does (posix._exit, exec, libc's exit in a model); "
+        "default true.",
+    )
+    parser.addini(
         "exportcheck_cache_size",
         default="4",
         help="captures kept alive per process at most (each is released after its last item).",
@@ -184,6 +192,19 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     existing = [str(d) for d in _case_dirs(early_config) if d.is_dir()]
     if existing:
         namespace.file_or_dir = existing
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    """Before any ``pytest_configure``: a one-process run is supervised by a parent that
+    fails it if the session's process vanishes (``supervisor.py``)."""
+    if not config.getoption("exportcheck"):
+        return None
+    from pytest_exportcheck import supervisor
+
+    if supervisor.why_unsupervised(config) is not None:
+        return None
+    return supervisor.supervise(config)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from pytest_exportcheck import torch_namespaces
 from pytest_exportcheck.failures import CaseError
 from pytest_exportcheck.stages import StageTimeout
 from pytest_exportcheck.thread_origins import origin_of, recording_origins
@@ -41,6 +42,8 @@ class Setting:
     # Whether a change from ``saved`` to ``now`` is torch's own leftover rather than the
     # model's: restored all the same, but no case is blamed for it.
     torch_left_it: Callable[[Any, Any], bool] = lambda saved, now: False
+    # For state read as many values at once (a namespace): the changes, each named.
+    changes: Callable[[Any, Any], list[str]] | None = None
 
 
 def _hooks(attribute: str) -> Setting:
@@ -115,12 +118,25 @@ def _settings() -> list[Setting]:
         )
     settings += [_hooks(name) for name in sorted(vars(module)) if _is_hook_registry(name)]
     settings += [
-        _attribute(torch.export, "torch.export", "export"),
-        _attribute(torch.export, "torch.export", "unflatten"),
-        _attribute(torch, "torch", "compile"),
         _attribute(torch._dynamo, "torch._dynamo", "export"),
-        _attribute(torch.nn.Module, "torch.nn.Module", "__call__"),
+        Setting(
+            "torch's function mode stack",
+            torch_namespaces.function_modes,
+            torch_namespaces.pop_function_modes,
+            torch_namespaces.show_modes,
+        ),
+        Setting(
+            "torch's dispatch mode stack",
+            torch_namespaces.dispatch_modes,
+            torch_namespaces.pop_dispatch_modes,
+            torch_namespaces.show_modes,
+        ),
     ]
+    # torch.export.export, torch.nn.functional.linear, sys.modules["torch"].export, ...
+    for namespace in torch_namespaces.namespaces():
+        settings.append(
+            Setting(namespace.label, namespace.read, namespace.restore, changes=namespace.changes)
+        )
     return settings
 
 
@@ -154,6 +170,12 @@ def restore_changed(before: list[Any]) -> list[str]:
     changed = []
     for setting, saved in zip(settings(), before, strict=True):
         now = setting.read()
+        if setting.changes is not None:
+            found = setting.changes(saved, now)
+            if found:
+                changed += found
+                setting.restore(saved)
+            continue
         if _same(now, saved):
             continue
         if not setting.torch_left_it(saved, now):

@@ -174,6 +174,11 @@ class ExportCheckSession:
         return self._crash_log
 
     def pytest_report_header(self) -> list[str]:
+        from pytest_exportcheck import supervisor
+
+        return supervisor.header_lines(self.config) + self._memory_limit_header()
+
+    def _memory_limit_header(self) -> list[str]:
         if self.memory_limit is None:
             return []
         from pytest_exportcheck import memory_limit

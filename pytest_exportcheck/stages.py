@@ -96,13 +96,49 @@ REFIRE_SECONDS = 1.0
 # deferred to the next tick, this many times at most (then it raises wherever it lands: a
 # model looping inside torch, or an import that never ends, must still stop).
 MAX_DEFERRED_FIRINGS = 30
+# A limit swallowed this many times (the first firing and its refires, each raised and
+# caught) is one the model will never let take: the process running the item ends.
+MAX_CAUGHT_FIRINGS = 10
+# So does one whose item is still running this long past the limit however it fired (a
+# loop inside native code never returns to the interpreter to raise; deferred firings
+# take at most MAX_DEFERRED_FIRINGS ticks).
+GIVE_UP_SECONDS = 60.0
 # The backstop the watchdog thread sends when the model replaced the SIGALRM handler
 # or cancelled the timer (a library that uses alarms itself).
 BACKSTOP_SIGNAL = getattr(signal, "SIGVTALRM", None)
 
 
+# os._exit as it was when this module loaded: while an item runs, os._exit refuses.
+_END_PROCESS = os._exit
+# The exit status of a process ended because its item's time limit could not take.
+GAVE_UP_STATUS = 70
+
+
+def end_process(message: str) -> None:
+    """End this process now, saying why: the item's limit can no longer take.
+
+    In one process, the supervising parent reports ``message`` and fails the run
+    (``supervisor.py``); under xdist the controller reports the item ``[crashed]``
+    and a new worker takes the rest. Python's own exit would wait for the main
+    thread, which is the one that will not stop.
+    """
+    from pytest_exportcheck import supervisor
+    from pytest_exportcheck.crashes import note_ending
+
+    text = f"exportcheck: {message}; the process running it is ended"
+    supervisor.last_words(f"{message}; the process running it is ended")
+    note_ending(message)
+    with suppress(OSError):
+        os.write(2, (f"\n{text}\n").encode("utf-8", "replace"))
+    _END_PROCESS(GAVE_UP_STATUS)
+
+
 @contextmanager
-def time_limit(seconds: float, describe: Callable[[str], str]) -> Iterator[None]:
+def time_limit(
+    seconds: float,
+    describe: Callable[[str], str],
+    give_up: Callable[[str], None] = end_process,
+) -> Iterator[None]:
     """Raise ``StageTimeout(describe(stage))`` if the block runs longer than ``seconds``.
 
     A limit must hold whatever the model does about it:
@@ -110,7 +146,9 @@ def time_limit(seconds: float, describe: Callable[[str], str]) -> Iterator[None]
     - the SIGALRM handler replaced or the timer cancelled: a watchdog thread sends
       ``BACKSTOP_SIGNAL`` to the main thread, whose handler is ours;
     - however the block ended (a result, another error), if it ran past the limit the
-      item fails ``[timeout]``, saying what the model did to the limit.
+      item fails ``[timeout]``, saying what the model did to the limit;
+    - swallowed ``MAX_CAUGHT_FIRINGS`` times, or still running ``GIVE_UP_SECONDS`` past
+      the limit: ``give_up(message)``, which ends the process (``end_process``).
 
     Where raising would leave state behind for later items (``_unsafe_to_raise``), a
     firing waits for the next tick, ``MAX_DEFERRED_FIRINGS`` times at most.
@@ -122,7 +160,11 @@ def time_limit(seconds: float, describe: Callable[[str], str]) -> Iterator[None]
     fired_in: list[str] = []  # the stage each firing interrupted; "" for a deferred one
     first_stage: list[str] = []  # the stage the limit ran out in
 
+    closing: list[bool] = []  # the block ended: a firing still on its way does nothing
+
     def on_alarm(signum: int, frame: FrameType | None) -> None:
+        if closing:
+            return
         if not first_stage:
             first_stage.append(current_stage())
         refire = _caught(fired_in) > 0  # an earlier firing raised, and was swallowed
@@ -130,16 +172,34 @@ def time_limit(seconds: float, describe: Callable[[str], str]) -> Iterator[None]
             fired_in.append("")
             return
         fired_in.append(current_stage())
+        if _caught(fired_in) > MAX_CAUGHT_FIRINGS:
+            give_up(_gave_up(describe(first_stage[0]), _caught(fired_in) - 1, started))
         raise StageTimeout(describe(first_stage[0]))
 
     started = time.monotonic()
+    # The alarm a caller set (pytest-timeout's, an outer limit's): put back, less the
+    # time this block took, however the block ends.
+    outer_timer = signal.getitimer(signal.ITIMER_REAL)
     previous = signal.signal(signal.SIGALRM, on_alarm)
     previous_backstop = _install(BACKSTOP_SIGNAL, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds, REFIRE_SECONDS)
-    watchdog = _Watchdog(seconds, on_alarm)
+    watchdog: _Watchdog | None = None
     ended_by: StageTimeout | None = None
     failure: BaseException | None = None
     try:
+        # Armed inside the try: a limit of a microsecond fires before the next line,
+        # and the restore below must still run.
+        watchdog = _Watchdog(
+            seconds,
+            on_alarm,
+            lambda: give_up(
+                _gave_up(
+                    describe(first_stage[0] if first_stage else current_stage()),
+                    _caught(fired_in),
+                    started,
+                )
+            ),
+        )
+        signal.setitimer(signal.ITIMER_REAL, seconds, REFIRE_SECONDS)
         yield
     except StageTimeout as exc:
         ended_by = exc
@@ -148,10 +208,13 @@ def time_limit(seconds: float, describe: Callable[[str], str]) -> Iterator[None]
         failure = exc
         raise
     finally:
-        tampered = watchdog.stop()
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-        _install(BACKSTOP_SIGNAL, previous_backstop)
+        while not closing:
+            try:
+                closing.append(True)
+            except StageTimeout:  # a firing that landed just before: once more
+                continue
+        tampered = watchdog.stop() if watchdog is not None else None
+        _restore_alarms(previous, previous_backstop, outer_timer, started)
         elapsed = time.monotonic() - started
         if ended_by is not None and tampered is not None:
             # The backstop ended it: say what the model did to the limit.
@@ -170,6 +233,48 @@ def time_limit(seconds: float, describe: Callable[[str], str]) -> Iterator[None]
             stage_name = first_stage[0] if first_stage else current_stage()
             message = f"{describe(stage_name)}; {why}, for {elapsed:.1f} s in all"
             raise StageTimeout(message) from failure
+
+
+_ALARMS = {signal.SIGALRM} | ({BACKSTOP_SIGNAL} if BACKSTOP_SIGNAL is not None else set())
+
+
+def _restore_alarms(
+    handler: Any, backstop: Any, outer_timer: tuple[float, float], started: float
+) -> None:
+    """Cancel the block's timer, drop a firing of it still pending, and put back the
+    handlers and the caller's timer, with the alarms blocked meanwhile: a firing of ours
+    must not reach the caller's handler (the default one ends the process)."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, _ALARMS)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        while signal.sigtimedwait(_ALARMS, 0) is not None:
+            pass  # ours, delivered after the block ended: nobody to interrupt now
+        signal.signal(signal.SIGALRM, handler)
+        _install(BACKSTOP_SIGNAL, backstop)
+        left, interval = outer_timer
+        if left > 0:
+            # Due already: fire at once, as it would have during the block.
+            signal.setitimer(
+                signal.ITIMER_REAL, max(left - (time.monotonic() - started), 1e-6), interval
+            )
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _ALARMS)
+
+
+# How a timeout message ends while the run can go on in this process (item_run.py).
+STOPPED = "stopped, the rest of the run goes on"
+
+
+def _gave_up(described: str, caught: int, started: float) -> str:
+    described = described.removesuffix("; " + STOPPED)
+    elapsed = time.monotonic() - started
+    how = (
+        f"the model caught the time limit's exception {caught} time(s) and went on"
+        if caught
+        else "it never returned to the interpreter to be stopped (native code, or a "
+        "handler of its own)"
+    )
+    return f"[timeout] {described}; {how}, {elapsed:.0f} s in all"
 
 
 def _caught(fired_in: list[str]) -> int:
@@ -248,8 +353,9 @@ class _Watchdog:
     ``BACKSTOP_SIGNAL``. :meth:`stop` says what the model did, if anything.
     """
 
-    def __init__(self, seconds: float, handler: Any) -> None:
+    def __init__(self, seconds: float, handler: Any, give_up: Callable[[], None]) -> None:
         self.handler = handler
+        self.give_up = give_up
         self.tampered: str | None = None
         self._stopped = threading.Event()
         self._main = threading.main_thread().ident
@@ -261,7 +367,10 @@ class _Watchdog:
     def _watch(self, seconds: float) -> None:
         if self._stopped.wait(seconds + REFIRE_SECONDS / 2):
             return
+        deadline = time.monotonic() + GIVE_UP_SECONDS
         while True:
+            if time.monotonic() > deadline:
+                self.give_up()
             tampered = self._tampering()
             if tampered is not None:
                 self.tampered = tampered

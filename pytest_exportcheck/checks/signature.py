@@ -64,10 +64,22 @@ def _unknown_kinds(record: CaptureRecord) -> list[str]:
     ]
 
 
+def _persistent_buffers(model: torch.nn.Module) -> set[str]:
+    """The buffers a plain ``state_dict()`` holds, read from each module's
+    ``_non_persistent_buffers_set`` as export reads it: never by calling ``state_dict()``,
+    which a model may override (and which may raise, or allocate, as its code likes)."""
+    return {
+        f"{prefix}.{name}" if prefix else name
+        for prefix, module in model.named_modules(remove_duplicate=False)
+        for name, buffer in module._buffers.items()
+        if buffer is not None and name not in module._non_persistent_buffers_set
+    }
+
+
 def _state_targets(model: torch.nn.Module, record: CaptureRecord) -> list[str]:
     parameters = dict(model.named_parameters(remove_duplicate=False))
     buffers = dict(model.named_buffers(remove_duplicate=False))
-    persistent = set(model.state_dict(keep_vars=True))
+    persistent = _persistent_buffers(model)
     findings = []
     for p in record.placeholders:
         if p.kind not in STATE_KINDS:

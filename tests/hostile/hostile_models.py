@@ -91,7 +91,11 @@ class ToReturnsAnother(Good):
 
 class ChangesProcessState(Good):
     """Changes process-wide state in forward and leaves it changed: ``dtype`` sets the
-    default dtype to float64, ``hook`` registers a global module forward hook."""
+    default dtype to float64, ``hook`` registers a global module forward hook,
+    ``function mode`` / ``dispatch mode`` enter a mode adding 1 to every linear's output
+    and never exit it, ``linear`` replaces ``torch.nn.functional.linear`` with one that
+    adds 1, ``torch.export`` replaces ``sys.modules["torch"].export`` with a wrapper
+    that exports ``nn.Identity()`` whatever it is given."""
 
     def __init__(self, what: str) -> None:
         super().__init__()
@@ -100,9 +104,49 @@ class ChangesProcessState(Good):
     def forward(self, x):
         if self.what == "dtype":
             torch.set_default_dtype(torch.float64)
-        else:
+        elif self.what == "hook":
             nn.modules.module.register_module_forward_hook(_scale_outputs)
+        elif self.what == "function mode":
+            _AddOneToLinear().__enter__()
+        elif self.what == "dispatch mode":
+            _AddOneToAddmm().__enter__()
+        elif self.what == "linear":
+            torch.nn.functional.linear = _linear_plus_one
+        elif self.what == "torch.export":
+            sys.modules["torch"].export = _ExportsIdentity(sys.modules["torch"].export)
         return self.lin(x)
+
+
+_LINEAR = torch.nn.functional.linear
+
+
+def _linear_plus_one(input, weight, bias=None):
+    return _LINEAR(input, weight, bias) + 1
+
+
+class _AddOneToLinear(torch.overrides.TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        return out + 1 if func is torch.nn.functional.linear else out
+
+
+class _AddOneToAddmm(torch.utils._python_dispatch.TorchDispatchMode):
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        return out + 1 if func is torch.ops.aten.addmm.default else out
+
+
+class _ExportsIdentity:
+    """Stands in for the ``torch.export`` module: its ``export`` exports ``nn.Identity``."""
+
+    def __init__(self, module):
+        self._module = module
+
+    def __getattr__(self, name):
+        return getattr(self._module, name)
+
+    def export(self, model, args, *rest, **options):
+        return self._module.export(nn.Identity(), args, *rest, **options)
 
 
 def _scale_outputs(module, args, output):
@@ -170,4 +214,26 @@ class AllocatesPastLimit(Good):
 
     def forward(self, x):
         torch.empty(self.nbytes, dtype=torch.uint8)
+        return self.lin(x)
+
+
+class EndsProcess(Good):
+    """Ends or replaces the process where no Python code runs after it: ``posix._exit``,
+    libc's ``exit()`` through ctypes, ``os.execv``; each with exit status 0."""
+
+    def __init__(self, how: str) -> None:
+        super().__init__()
+        self.how = how
+
+    def forward(self, x):
+        if self.how == "posix._exit":
+            import posix
+
+            posix._exit(0)
+        if self.how == "libc exit":
+            import ctypes
+
+            ctypes.CDLL(None).exit(0)
+        if self.how == "execv":
+            os.execv("/bin/true", ["true"])
         return self.lin(x)

@@ -35,6 +35,41 @@ def test_a_leaked_change_fails_every_item_of_its_case_and_no_other(
     )
 
 
+INNOCENT = """
+import torch
+
+
+def test_an_innocent_linear_after_the_cases():
+    x, weight = torch.ones(1, 2), torch.ones(3, 2)
+    assert torch.equal(torch.nn.functional.linear(x, weight), torch.full((1, 3), 2.0))
+    assert type(torch.export).__name__ == "module"
+"""
+
+
+@pytest.mark.parametrize(
+    ("what", "named"),
+    [
+        ("function mode", "torch's function mode stack: none -> _AddOneToLinear*"),
+        ("dispatch mode", "torch's dispatch mode stack: none -> _AddOneToAddmm*"),
+        ("linear", "torch.nn.functional.linear replaced by *_linear_plus_one (*hostile.py:*)"),
+        ("torch.export", "torch.export replaced by *_ExportsIdentity*"),
+    ],
+)
+def test_a_mode_left_entered_or_a_function_replaced_is_named_and_undone(
+    hostile: pytest.Pytester, what: str, named: str
+) -> None:
+    write_hostile(hostile, changes(what))
+    hostile.makepyfile(test_innocent=INNOCENT)
+    result = hostile.runpytest("--exportcheck", "cases", "test_innocent.py", "-p", "no:xdist")
+    result.assert_outcomes(failed=2, passed=2)  # the good case and the innocent test pass
+    result.stdout.fnmatch_lines(
+        [
+            "[[]case[]] cases/hostile.yaml:2: the model changed process-wide state and left it "
+            f"changed: {named}*(put back: the cases after it run as they would alone)",
+        ]
+    )
+
+
 def test_a_thread_left_running_fails_its_case_and_the_run_still_ends(
     hostile: pytest.Pytester,
 ) -> None:
