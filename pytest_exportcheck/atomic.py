@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory locks of this kind
+    fcntl = None  # type: ignore[assignment]
 
 
 def write_atomically(path: Path, text: str) -> None:
@@ -30,3 +37,24 @@ def _mode(path: Path) -> int:
         umask = os.umask(0)
         os.umask(umask)
         return 0o666 & ~umask
+
+
+@contextmanager
+def locked_directory(directory: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``directory`` for the block, against other processes
+    doing the same: two ``--exportcheck-update`` runs each read, merge and write a
+    recording, and without it the second's write lost the first's entries.
+
+    ``flock`` on the directory's own descriptor: no lock file is left beside a
+    user's files, and the lock goes with the process however it ends. Where
+    ``fcntl`` is missing (Windows) the block runs unlocked.
+    """
+    if fcntl is None:
+        yield
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock

@@ -205,17 +205,21 @@ def _distributed(config: pytest.Config) -> bool:
 
 
 def _started_from_command_line() -> bool:
-    """Whether pytest's console entry point (``pytest``, ``python -m pytest``) is running
-    this session: only then is the process pytest's own to fork."""
+    """Whether this session is the one pytest's console entry point (``pytest``,
+    ``python -m pytest``) started: only then is the process pytest's own to fork. A
+    session started inside another (pytester's inline runs, a test calling
+    ``pytest.main()``) has a second ``main`` on the stack: forking there would fork the
+    outer session too."""
+    entries = mains = 0
     frame: Any = sys._getframe()
     while frame is not None:
-        code = frame.f_code
-        # _console_main since pytest 9.1, console_main before.
-        entry = code.co_name in ("_console_main", "console_main")
-        if entry and frame.f_globals.get("__name__") == "_pytest.config":
-            return True
+        if frame.f_globals.get("__name__") == "_pytest.config":
+            name = frame.f_code.co_name
+            # _console_main since pytest 9.1, console_main before; main calls _main on 9.x.
+            entries += name in ("_console_main", "console_main")
+            mains += name in ("main", "_main")
         frame = frame.f_back
-    return False
+    return entries == 1 and mains == 1
 
 
 def _ini_true(value: Any) -> bool:

@@ -66,6 +66,10 @@ class ReportPlugin:
         base = config.invocation_params.dir
         report = config.getoption("exportcheck_report")
         self.report_path = (base / report) if report else None
+        if self.report_path is not None and self.active:
+            problem = json_report.overwrite_problem(self.report_path)
+            if problem is not None:
+                raise pytest.UsageError(f"--exportcheck-report: {problem}")
         self.fail_on_regression = bool(config.getoption("exportcheck_fail_on_regression"))
         baseline = config.getoption("exportcheck_compare")
         if self.fail_on_regression and not baseline:

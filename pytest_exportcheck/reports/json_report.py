@@ -78,6 +78,34 @@ def markdown_path(path: Path) -> Path:
     return path.with_suffix(".md") if path.suffix != ".md" else path.with_name(path.name + ".md")
 
 
+def overwrite_problem(path: Path) -> str | None:
+    """Why writing a report to ``path`` (and its Markdown beside it) would destroy a file
+    that is not a report: ``--exportcheck-report=cases/good.yaml`` overwrote the case
+    file and exited 0. A new file, or a report this plugin wrote, is fine."""
+    from pytest_exportcheck.recording import SUFFIX as RECORDING_SUFFIX
+
+    if path.name.endswith(RECORDING_SUFFIX):
+        return f"{path} is a recording, not a report (a report path ends in .json)"
+    if path.suffix != ".json":
+        return f"{path}: a report path ends in .json (its Markdown goes beside it, .md)"
+    if path.exists() and not _is_report(path, lambda text: '"format"' in text[:4096]):
+        return f"{path} exists and is not a report this plugin wrote: not overwritten"
+    md = markdown_path(path)
+    if md.exists() and not _is_report(md, lambda text: text.startswith("## exportcheck: ")):
+        return f"{md} exists and is not a report this plugin wrote: not overwritten"
+    return None
+
+
+def _is_report(path: Path, looks_written: Any) -> bool:
+    if not path.is_file():
+        return False
+    try:
+        with path.open(encoding="utf-8") as handle:
+            return bool(looks_written(handle.read(4096)))
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
 def dumps(doc: Mapping[str, Any]) -> str:
     return json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n"
 

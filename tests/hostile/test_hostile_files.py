@@ -67,3 +67,35 @@ def test_a_symlink_loop_inside_the_case_directory_is_passed_over(
     (hostile.path / "cases" / "a.yaml").symlink_to("b.yaml")
     (hostile.path / "cases" / "b.yaml").symlink_to("a.yaml")
     hostile.runpytest("--exportcheck").assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize(
+    ("path", "said"),
+    [
+        ("cases/hostile.yaml", "cases/hostile.yaml: a report path ends in .json*"),
+        ("cases/hostile.py", "cases/hostile.py: a report path ends in .json*"),
+        ("cases/x.recorded.json", "cases/x.recorded.json is a recording, not a report*"),
+        ("notes.json", "notes.json exists and is not a report this plugin wrote: not overwritten"),
+    ],
+    ids=["case file", "source file", "recording", "someone's json"],
+)
+def test_a_report_path_that_would_destroy_a_file_is_a_usage_error(
+    hostile: pytest.Pytester, path: str, said: str
+) -> None:
+    write_hostile(hostile)
+    (hostile.path / "notes.json").write_text('{"mine": true}\n')
+    (hostile.path / "cases" / "x.recorded.json").write_text("{}\n")
+    before = (hostile.path / path).read_text()
+    result = hostile.runpytest("--exportcheck", f"--exportcheck-report={path}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*--exportcheck-report: *{said}"])
+    assert (hostile.path / path).read_text() == before
+
+
+def test_a_report_of_an_earlier_run_is_overwritten(hostile: pytest.Pytester) -> None:
+    write_hostile(hostile)
+    for _ in range(2):
+        result = hostile.runpytest(
+            "--exportcheck", "--exportcheck-report=out.json", "-p", "no:xdist"
+        )
+        assert result.ret == 0

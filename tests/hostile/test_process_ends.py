@@ -60,3 +60,12 @@ def test_without_supervision_the_header_says_what_is_not_guarded(
         ]
     )
     assert result.ret == 0  # what supervision is for: the false pass it prevents
+
+
+def test_a_session_inside_another_is_never_forked(hostile: pytest.Pytester) -> None:
+    # Inline, inside this test run (itself started from the command line): a fork here
+    # would fork this whole test run.
+    write_hostile(hostile)
+    result = hostile.runpytest("--exportcheck", "-p", "no:xdist")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["exportcheck: not supervised (pytest.main() called in-process)*"])
