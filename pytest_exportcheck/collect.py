@@ -29,7 +29,7 @@ class CaseFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
         session = self.config.pluginmanager.get_plugin("exportcheck-session")
         try:
-            loaded = load_case_file(self.path, session.max_elements)
+            loaded = load_case_file(self.path, session.max_elements, session.max_case_bytes)
         except SpecError as error:
             yield BrokenCaseItem.from_parent(self, name="load", error=error)
             return

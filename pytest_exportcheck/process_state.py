@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from pytest_exportcheck import torch_namespaces
+from pytest_exportcheck import child_processes, torch_namespaces
 from pytest_exportcheck.failures import CaseError
 from pytest_exportcheck.stages import StageTimeout
 from pytest_exportcheck.thread_origins import origin_of, recording_origins
@@ -204,21 +204,30 @@ def kept(location: str) -> Iterator[None]:
     may well explain). A time limit or Ctrl-C goes on as it was, after the restore."""
     before = snapshot()
     threads = set(threading.enumerate())
+    processes = child_processes.children()
     try:
-        with recording_origins():
+        with child_processes.no_returning_fork(location), recording_origins():
             yield
     except (KeyboardInterrupt, StageTimeout):
         restore_changed(before)
         left_running(threads)
         raise
     except BaseException as exc:
-        changed = restore_changed(before) + left_running(threads)
+        changed = _leftovers(before, threads, processes)
         if changed:
             raise leaked(location, changed) from exc
         raise
-    changed = restore_changed(before) + left_running(threads)
+    changed = _leftovers(before, threads, processes)
     if changed:
         raise leaked(location, changed)
+
+
+def _leftovers(before: list[Any], threads: set[threading.Thread], processes: set[int]) -> list[str]:
+    return (
+        restore_changed(before)
+        + left_running(threads)
+        + child_processes.started_and_running(processes)
+    )
 
 
 def left_running(before: set[threading.Thread]) -> list[str]:

@@ -40,7 +40,12 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from pytest_exportcheck.atomic import locked_directory, write_atomically
+from pytest_exportcheck.atomic import (
+    locked_directory,
+    remove_stale_temporaries,
+    stale_note,
+    write_atomically,
+)
 from pytest_exportcheck.recording_schema import FORMAT, shape_problem
 from pytest_exportcheck.shown import shorten
 from pytest_exportcheck.spec.case import display_path
@@ -161,16 +166,16 @@ class Recording:
         data = {"format": FORMAT, "case_file": self.case_file, "torch": self.sections}
         return _dump(data, 0) + "\n"
 
-    def write_if_changed(self) -> bool:
-        """Atomically replace the file if its text changes; True if it did."""
+    def write_if_changed(self) -> tuple[bool, list[str]]:
+        """Atomically replace the file if its text changes: whether it did, and the stale
+        temporary files of an interrupted earlier write that were removed."""
         text = self.render()
         try:
             if self.path.read_text(encoding="utf-8") == text:
-                return False
+                return False, remove_stale_temporaries(self.path)
         except FileNotFoundError:
             pass
-        write_atomically(self.path, text)
-        return True
+        return True, write_atomically(self.path, text)
 
 
 def _dump(value: Any, depth: int) -> str:
@@ -306,7 +311,7 @@ class RecordingStore:
         updated = recording.updated(self.minor, observed).without(remove)
         count = sum(len(captures) for captures in observed.values())
         try:
-            changed = updated.write_if_changed()
+            changed, removed = updated.write_if_changed()
         except OSError as exc:  # a read-only directory, a full disk: the run still reports
             self.unwritten.append(recording.path)
             why = exc.strerror or type(exc).__name__
@@ -314,6 +319,7 @@ class RecordingStore:
         line = f"{display_path(recording.path)}: torch {self.minor}, {count} entries recorded, " + (
             "written" if changed else "unchanged"
         )
+        line += stale_note(removed)
         if stale:
             verb = "removed" if complete else "kept (not the whole suite ran)"
             line += f"; stale entries {verb}: {_show(stale)}"

@@ -53,6 +53,7 @@ class ExportCheckSession:
         timeout = config.getoption("exportcheck_timeout") or config.getini("exportcheck_timeout")
         self.timeout = option_values.seconds(timeout)
         self.max_elements = option_values.whole_number(config, "exportcheck_max_elements")
+        self.max_case_bytes = option_values.whole_number(config, "exportcheck_max_case_bytes")
         self.memory_limit, self.memory_limit_derived = option_values.memory_limit(config)
         self._limit_replaced: tuple[int, int] | None = None
         # Case name → where it was first defined: names are unique across files.

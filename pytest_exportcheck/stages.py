@@ -114,7 +114,7 @@ _END_PROCESS = os._exit
 GAVE_UP_STATUS = 70
 
 
-def end_process(message: str) -> None:
+def end_process(message: str, *, the_sessions: bool = True) -> None:
     """End this process now, saying why: the item's limit can no longer take.
 
     In one process, the supervising parent reports ``message`` and fails the run
@@ -126,8 +126,9 @@ def end_process(message: str) -> None:
     from pytest_exportcheck.crashes import note_ending
 
     text = f"exportcheck: {message}; the process running it is ended"
-    supervisor.last_words(f"{message}; the process running it is ended")
-    note_ending(message)
+    if the_sessions:  # not a stray fork's: the session's process goes on
+        supervisor.last_words(f"{message}; the process running it is ended")
+        note_ending(message)
     with suppress(OSError):
         os.write(2, (f"\n{text}\n").encode("utf-8", "replace"))
     _END_PROCESS(GAVE_UP_STATUS)

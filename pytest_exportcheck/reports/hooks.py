@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from pytest_exportcheck.atomic import stale_note
 from pytest_exportcheck.reports import gap_summary, json_report, markdown, nearest
 from pytest_exportcheck.reports import matrix as matrix_mod
 from pytest_exportcheck.reports.compare_runs import Comparison, RunScope, compare
@@ -159,15 +160,16 @@ class ReportPlugin:
             doc["recordings"] = self.nearest.to_json()
         md_path = json_report.markdown_path(path)
         try:
-            json_report.write_atomically(path, json_report.dumps(doc))
+            removed = json_report.write_atomically(path, json_report.dumps(doc))
             text = markdown.render(
                 doc, matrix_mod.build(self.results), self.comparison, self.nearest
             )
-            json_report.write_atomically(md_path, text)
+            removed += json_report.write_atomically(md_path, text)
         except OSError as exc:
             self.messages.append((f"exportcheck report not written: {exc}", {"red": True}))
         else:
-            self.messages.append((f"exportcheck report: {path} and {md_path.name}", {}))
+            note = stale_note(removed)
+            self.messages.append((f"exportcheck report: {path} and {md_path.name}{note}", {}))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if not self.active:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import sys
 import tempfile
 import traceback
@@ -68,6 +69,32 @@ def _arg(parse: Any) -> Any:
     return wrapped
 
 
+def _seconds(text: str) -> float:
+    """--timeout as the plugin's own option takes it: finite, 0 (none) to a day."""
+    from pytest_exportcheck.stages import MAX_TIMEOUT_SECONDS
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or not 0 <= value <= MAX_TIMEOUT_SECONDS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: a number of seconds from 0 (no limit) to {MAX_TIMEOUT_SECONDS}"
+        )
+    return value
+
+
+def _seed(text: str) -> int:
+    """--seed as a case's ``seed:`` takes it: 0 to 2**32 - 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value < 2**32:
+        raise argparse.ArgumentTypeError(f"{text!r}: a whole number from 0 to {2**32 - 1}")
+    return value
+
+
 # fmt: off
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", help="the model: pkg.mod:Attr or path/to/file.py:Attr")
@@ -83,7 +110,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--capture", action="append", choices=capture_names(), metavar="PATH",
         help=f"capture path, repeatable: {', '.join(capture_names())} (default: export)")
     add("--mode", choices=("eval", "train"), default="eval")
-    add("--seed", type=int, default=0)
+    add("--seed", type=_seed, default=0)
     add("--model-args", type=_json_arg(list), default=[], metavar="JSON",
         help="positional constructor arguments, a JSON list")
     add("--model-kwargs", type=_json_arg(dict), default={}, metavar="JSON",
@@ -100,7 +127,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     where.add_argument("--out-dir", type=Path, metavar="DIR",
                        help="with stdout: the directory the YAML will be saved in "
                        "(file targets are made relative to it; default: the current one)")
-    add("--timeout", type=float, default=600.0, metavar="SECONDS",
+    add("--timeout", type=_seconds, default=600.0, metavar="SECONDS",
         help="time limit for building and eager, and for each capture (0: none; default 600)")
     add("--force", action="store_true", help="with -o: overwrite an existing file")
     add("--traceback", action="store_true",

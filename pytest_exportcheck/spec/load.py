@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from pytest_exportcheck.shown import shorten
 from pytest_exportcheck.spec.case import (
     ALL_CHECKS,
     DEFAULT_CAPTURES,
@@ -47,6 +48,7 @@ from pytest_exportcheck.spec.versions import (
 from pytest_exportcheck.spec.yaml_lines import MAX_DEPTH, LineDict, line_of, load_yaml
 
 CASE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+MAX_CASE_NAME = 100
 
 
 @dataclass(frozen=True)
@@ -79,12 +81,30 @@ def _validator() -> Any:
     return jsonschema.validators.extend(base, type_checker=strict_integers)(case_schema())
 
 
-def load_case_file(path: Path, max_elements: int = MAX_TENSOR_ELEMENTS) -> list[LoadedCase]:
+# The largest case file read at all (the exportcheck_max_case_bytes ini option).
+MAX_CASE_FILE_BYTES = 4 << 20
+
+
+def load_case_file(
+    path: Path, max_elements: int = MAX_TENSOR_ELEMENTS, max_bytes: int = MAX_CASE_FILE_BYTES
+) -> list[LoadedCase]:
     """Load and validate every case of ``path``.
 
-    Raises :class:`SpecError` when the file as a whole is unusable (YAML syntax,
-    no ``cases`` mapping); a problem inside one case is returned with that case.
+    Raises :class:`SpecError` when the file as a whole is unusable (too big to read,
+    YAML syntax, no ``cases`` mapping); a problem inside one case is returned with
+    that case.
     """
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise SpecError(f"cannot read case file: {exc}", path) from None
+    if max_bytes and size > max_bytes:
+        raise SpecError(
+            f"{size} bytes, over the {max_bytes} a case file may have "
+            "(exportcheck_max_case_bytes): not read; a case file is a few kilobytes, "
+            "so this is most likely not one (or a generated one to split)",
+            path,
+        )
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -122,10 +142,23 @@ def load_case_file(path: Path, max_elements: int = MAX_TENSOR_ELEMENTS) -> list[
         line = cases.key_lines[name]
         if not isinstance(name, str) or not CASE_NAME.fullmatch(name):
             message = (
-                f"invalid case name {name!r}: use letters, digits and _, "
+                f"invalid case name {shorten(repr(name))}: use letters, digits and _, "
                 "starting with a letter or _"
             )
-            loaded.append(LoadedCase(str(name), line, error=SpecError(message, path, line)))
+            loaded.append(
+                LoadedCase(str(name)[:MAX_CASE_NAME], line, error=SpecError(message, path, line))
+            )
+            continue
+        if len(name) > MAX_CASE_NAME:
+            # Its node ids, matrix rows and report lines would carry it whole.
+            message = (
+                f"case name {shorten(name, 40)} is {len(name)} characters long; "
+                f"at most {MAX_CASE_NAME}"
+            )
+            # Its item is named by the name's start: the node id stays a line long.
+            loaded.append(
+                LoadedCase(name[:MAX_CASE_NAME], line, error=SpecError(message, path, line))
+            )
             continue
         case_errors = [e for e in errors if list(e.absolute_path)[:2] == ["cases", name]]
         if case_errors:
@@ -164,9 +197,31 @@ def case_from_mapping(
 
 def _problems(raw: dict[str, Any], max_elements: int) -> tuple[list[Any], dict[str, Any]]:
     """What the schema cannot say about a case, and the case as the installed torch sees it."""
-    problems = [*specifier_problems(raw), *requirement_problems(raw)]
+    problems = [*_boolean_keys(raw, []), *specifier_problems(raw), *requirement_problems(raw)]
     resolved = raw if problems else resolve_when(raw)
     return problems or semantic_errors(resolved, max_elements), resolved
+
+
+def _boolean_keys(value: Any, where: list[Any]) -> list[tuple[str, list[Any]]]:
+    """Keys YAML 1.1 read as booleans: ``kwargs: {on: 1}`` reached forward as
+    ``**{True: 1}``, and its TypeError was blamed on the model."""
+    found: list[tuple[str, list[Any]]] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, bool):
+                found.append(
+                    (
+                        f"{_render_path(where) if where else 'the case'}: a key here reads as "
+                        f"{key}: YAML 1.1 reads unquoted on/off/yes/no/true/false as "
+                        "booleans; quote it ('on': ...)",
+                        [*where, key],
+                    )
+                )
+            found += _boolean_keys(item, [*where, key])
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += _boolean_keys(item, [*where, index])
+    return found
 
 
 @cache
@@ -197,13 +252,16 @@ def _to_spec_error(error: Any, document: Any, path: Path) -> SpecError:
             key = unknown[0]
             hint = difflib.get_close_matches(str(key), known, n=1)
             did_you_mean = f" (did you mean {hint[0]!r}?)" if hint else ""
-            message = f"unknown key {key!r} in {dotted}{did_you_mean}; allowed: {', '.join(known)}"
+            message = (
+                f"unknown key {shorten(repr(key))} in {shorten(dotted)}{did_you_mean}; "
+                f"allowed: {', '.join(known)}"
+            )
             return SpecError(message, path, line_of(document, [*where, key]))
     if error.validator == "enum":
         allowed = ", ".join(str(v) for v in error.validator_value)
-        message = f"{dotted}: {error.instance!r} is not one of: {allowed}"
+        message = f"{shorten(dotted)}: {shorten(repr(error.instance))} is not one of: {allowed}"
         return SpecError(message, path, line_of(document, where))
-    message = f"{dotted}: {error.message}"
+    message = f"{shorten(dotted)}: {shorten(error.message, 300)}"
     if error.validator == "type" and _reads_as_float(error.instance):
         message += (
             f" (YAML 1.1 reads {error.instance} as a string: a float needs a dot and a signed "

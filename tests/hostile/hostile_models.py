@@ -237,3 +237,24 @@ class EndsProcess(Good):
         if self.how == "execv":
             os.execv("/bin/true", ["true"])
         return self.lin(x)
+
+
+_STARTED: list = []
+
+
+class LeavesProcess(Good):
+    """Starts ``sleep 300`` and leaves it running (``child``), or forks and lets the
+    child return from forward into the test session (``fork``)."""
+
+    def __init__(self, how: str) -> None:
+        super().__init__()
+        self.how = how
+
+    def forward(self, x):
+        if self.how == "child" and not _STARTED:  # once: each run is of a copy
+            import subprocess
+
+            _STARTED.append(subprocess.Popen(["sleep", "300"]))
+        elif self.how == "fork":
+            os.fork()  # both the parent and the child return from forward
+        return self.lin(x)

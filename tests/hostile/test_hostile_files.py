@@ -99,3 +99,62 @@ def test_a_report_of_an_earlier_run_is_overwritten(hostile: pytest.Pytester) -> 
             "--exportcheck", "--exportcheck-report=out.json", "-p", "no:xdist"
         )
         assert result.ret == 0
+
+
+def test_a_case_file_over_the_size_cap_is_refused_before_it_is_parsed(
+    hostile: pytest.Pytester,
+) -> None:
+    # 5 MB of plain cases, no aliases: parsed, it took a minute and gigabytes to refuse
+    # (and was called "an alias bomb?").
+    line = "  c{}: {{description: d, model: {{target: hostile.py:Good}}, inputs: {{args: []}}}}\n"
+    text = "cases:\n" + "".join(line.format(i) for i in range(70_000))
+    assert len(text) > 4 << 20
+    (hostile.path / "cases" / "big.yaml").write_text(text)
+    write_hostile(hostile)
+    result = hostile.runpytest("--exportcheck", "-p", "no:xdist")
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(
+        [f"*cases/big.yaml: {len(text)} bytes, over the 4194304 a case file may have "
+         "(exportcheck_max_case_bytes): not read*"]
+    )  # fmt: skip
+    assert "alias bomb" not in result.stdout.str()
+
+
+def test_huge_names_and_keys_are_shown_capped(hostile: pytest.Pytester) -> None:
+    long_name, huge_key = "n" * 5000, "k" * 1_000_000
+    # Explicit keys (?): YAML's plain keys stop at 1024 characters.
+    (hostile.path / "cases" / "names.yaml").write_text(
+        "cases:\n"
+        f"  ? {long_name}\n  : {{description: d, model: {{target: hostile.py:Good}}}}\n"
+        "  keyed:\n    description: d\n    model: {target: hostile.py:Good}\n"
+        f"    ? {huge_key}\n    : 1\n"
+    )
+    write_hostile(hostile)
+    result = hostile.runpytest("--exportcheck", "-p", "no:xdist")
+    result.assert_outcomes(failed=2, passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*case name nnnn* (4960 more characters) is 5000 characters long; at most 100*",
+            "*unknown key 'kkkk* (999882 more characters) in cases.keyed*",
+        ]
+    )
+    assert max(len(line) for line in result.outlines) < 2000
+
+
+def test_a_key_yaml_reads_as_a_boolean_is_named_at_its_line(hostile: pytest.Pytester) -> None:
+    (hostile.path / "cases" / "on.yaml").write_text(
+        "cases:\n"
+        "  switched:\n"
+        "    description: d\n"
+        "    model: {target: hostile.py:Good}\n"
+        "    inputs:\n"
+        "      args: [{shape: [2, 4]}]\n"
+        "      kwargs: {on: 1}\n"
+    )
+    write_hostile(hostile)
+    result = hostile.runpytest("--exportcheck", "-p", "no:xdist")
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(
+        ["[[]case[]] cases/on.yaml:7: inputs.kwargs: a key here reads as True: YAML 1.1 *"]
+    )
+    assert "[eager]" not in result.stdout.str()

@@ -3,6 +3,10 @@ state is put back, so the good case after it (in the same process) passes."""
 
 from __future__ import annotations
 
+import os
+import re
+import signal
+
 import pytest
 from hostilekit import hostile_case, write_hostile
 
@@ -100,3 +104,29 @@ def test_a_thread_torch_starts_is_not_the_cases_and_a_failing_export_keeps_its_e
         ["[[]capture*[]] cases/hostile.yaml:2: torch.export.export (non-strict) raised*"]
     )
     result.stdout.no_fnmatch_line("*left running*")
+
+
+def test_a_child_process_left_running_is_named(hostile: pytest.Pytester) -> None:
+    target = "{target: hostile.py:LeavesProcess, kwargs: {how: child}}"
+    write_hostile(hostile, hostile_case("child", target, captures="[export]", checks="[parity]"))
+    result = hostile.runpytest_subprocess("--exportcheck", "-p", "no:xdist", timeout=120)
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(
+        ["*left it changed: 1 child process(es) left running: pid * (sleep 300) (not stopped)*"]
+    )
+    for pid in re.findall(r"pid (\d+) \(sleep 300\)", result.stdout.str()):
+        os.kill(int(pid), signal.SIGKILL)  # the test's own cleanup
+
+
+def test_a_fork_returning_into_the_session_ends_and_the_session_runs_once(
+    hostile: pytest.Pytester,
+) -> None:
+    target = "{target: hostile.py:LeavesProcess, kwargs: {how: fork}}"
+    write_hostile(hostile, hostile_case("fork", target, captures="[export]", checks="[parity]"))
+    result = hostile.runpytest_subprocess("--exportcheck", "-p", "no:xdist", timeout=120)
+    result.assert_outcomes(failed=1, passed=1)
+    assert result.stdout.str().count("exportcheck matrix") == 1  # one session's summary
+    # Each fork says so as it ends (into the item's captured output, or stderr).
+    said = "\n".join(result.outlines + result.errlines)
+    assert "a process forked in the model's code (pid " in said
+    assert "came back into the test session instead of exiting; it would run the rest" in said

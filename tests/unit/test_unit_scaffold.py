@@ -505,3 +505,23 @@ def test_dynamic_placements_become_the_cases_dynamic_mapping() -> None:
         parse_dynamic_spec("args[0]:0=batch[9..2]")
     with pytest.raises(InputSpecError, match="expected PATH:DIM=NAME"):
         parse_dynamic_spec("args[0]=batch")
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "said"),
+    [
+        ("--timeout", "nan", "a number of seconds from 0 (no limit) to 86400"),
+        ("--timeout", "inf", "a number of seconds from 0 (no limit) to 86400"),
+        ("--timeout", "-1", "a number of seconds from 0 (no limit) to 86400"),
+        ("--seed", "4294967296", "a whole number from 0 to 4294967295"),
+    ],
+)
+def test_out_of_range_options_are_usage_errors(
+    option: str, value: str, said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    parser = argparse.ArgumentParser(prog="new")
+    add_arguments(parser)
+    with pytest.raises(SystemExit) as exited:
+        parser.parse_args(["m.py:M", option, value])
+    assert exited.value.code == 2
+    assert f"argument {option}: {value!r}: {said}" in capsys.readouterr().err
