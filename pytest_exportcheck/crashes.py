@@ -84,8 +84,9 @@ class Crash:
         # Killed for memory inside a check: the capture's next heavy item would be too.
         return self.unit if self.killed_for_memory else None
 
-    def describe(self, error: object | None = None) -> str:
-        """The crashed item's own failure text."""
+    def describe(self, error: object | None = None, *, run_goes_on: bool = True) -> str:
+        """The crashed item's own failure text (``run_goes_on``: xdist replaces the worker;
+        with its ``--max-worker-restart`` used up it does not, and the run stops)."""
         died = f"worker {self.worker} died in the {self.stage} stage of this item"
         if self.ended_by is not None:
             died += f" (ended on purpose: {self.ended_by})"
@@ -103,6 +104,12 @@ class Crash:
             after = f"the {condemned[-1]} capture's other items on {condemned[2]} are not run"
         else:
             after = f"the case's other items on {condemned[2]} are not run"
+        if not run_goes_on:
+            hint = (
+                "xdist's --max-worker-restart is used up, so no new worker is started: the "
+                "run stops, and the items it did not run are listed at its end"
+            )
+            return f"{self.location}: {died}; {hint}"
         if self.ended_by is not None:
             hint = "a new worker runs the rest"
         elif self.killed_for_memory:
@@ -299,3 +306,24 @@ class CrashLog:
 
     def _entry(self, key: Key) -> Path:
         return self.directory / (hashlib.sha1("\0".join(key).encode()).hexdigest() + ".crash")
+
+
+def restarts_used_up(config: Any) -> bool:
+    """Whether xdist stops the run at the crash being handled, replacing no worker (it
+    counts the crash after ``pytest_handlecrashitem``: ``DSession.worker_errordown``)."""
+    dsession = config.pluginmanager.getplugin("dsession")
+    limit = getattr(dsession, "_max_worker_restart", None)
+    failed = getattr(dsession, "_failed_nodes_count", 0)
+    return limit is not None and failed + 1 > limit
+
+
+def unrun_lines(collection: list[str], reported: set[str]) -> list[str]:
+    """After xdist stopped the run at a crash: the items it never ran."""
+    unrun = [nodeid for nodeid in collection if nodeid not in reported]
+    if not unrun:
+        return []
+    shown = ", ".join(unrun[:10]) + (f" and {len(unrun) - 10} more" if len(unrun) > 10 else "")
+    return [
+        "exportcheck: the run stopped at a crashed worker (--max-worker-restart used up): "
+        f"{len(unrun)} item(s) not run: {shown}"
+    ]

@@ -151,3 +151,20 @@ def _allocator_refused(error: BaseException) -> bool:
     except Exception:  # a model's exception whose __str__ raises
         return False
     return "can't allocate memory" in text or "Cannot allocate memory" in text
+
+
+def header_line(limit: int, *, derived: bool, processes: int, checks_cuda: bool) -> str:
+    """The run header's line on the limit."""
+
+    if checks_cuda:
+        return (
+            "exportcheck: memory limit not set: this run checks CUDA devices, whose "
+            "driver's mappings the limit would count (memory_limit.py)"
+        )
+    line = f"exportcheck: memory limit {show_size(limit)} per process"
+    if derived:
+        line += (
+            f" ({DEFAULT_SHARE:.0%} of this machine's memory over {processes} process(es); "
+            "exportcheck_memory_limit sets another, 0 none)"
+        )
+    return line

@@ -23,7 +23,14 @@ import pytest
 
 from pytest_exportcheck import option_values
 from pytest_exportcheck.capture_summaries import WORKER_SUMMARIES, SummaryHandoff
-from pytest_exportcheck.crashes import EXIT_SIGNAL, Breadcrumb, CrashLog, exit_signal
+from pytest_exportcheck.crashes import (
+    EXIT_SIGNAL,
+    Breadcrumb,
+    CrashLog,
+    exit_signal,
+    restarts_used_up,
+    unrun_lines,
+)
 from pytest_exportcheck.devices import WORKER_DEVICES, DeviceSelection, is_accelerator
 from pytest_exportcheck.item_run import Failed, Source, SourceFor
 from pytest_exportcheck.recording import OBSERVATION, RECORDED_ENTRY
@@ -72,6 +79,8 @@ class ExportCheckSession:
         # Per capture, the compiled graphs Dynamo left as globals (capture/dynamo_globals.py).
         self._dynamo_globals: dict[Key, list[tuple[str, str]]] = {}
         self._freed = False  # a case's objects were dropped: memory to give back
+        self._stopped_collection: list[str] = []  # xdist stopped at a crash: what it had
+        self._reported: set[str] = set()  # node ids with a report, for the unrun ones
         # Cases whose model changed process-wide state: every item of theirs fails with it.
         self.leaked_state: dict[str, Failed] = {}
         self._remaining: Counter[Key] = Counter()
@@ -128,6 +137,7 @@ class ExportCheckSession:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Take an observation as its item reports (xdist: on the controller), so what a
         worker observed reaches the recording even if the worker dies later."""
+        self._reported.add(report.nodeid)
         if not self.recordings.update or report.when != "call":
             return
         properties = dict(report.user_properties)
@@ -156,7 +166,11 @@ class ExportCheckSession:
         crash = self.crash_log.by_item.get(crashitem)
         if crash is None:  # it died outside an exportcheck item: xdist's report stands
             return
-        report.longrepr = f"[crashed] {crash.describe(self._node_errors.get(crash.worker))}"
+        stops = restarts_used_up(self.config)
+        error = self._node_errors.get(crash.worker)
+        report.longrepr = f"[crashed] {crash.describe(error, run_goes_on=not stops)}"
+        if stops:
+            self._stopped_collection = next(iter(sched.registered_collections.values()), [])
         if self.recordings.update:  # its observation died with it: keep the file's entries
             case_file = Path(self.config.rootpath, crash.location.rpartition(":")[0])
             self.recordings.incomplete.add(str(case_file.resolve()))
@@ -183,22 +197,15 @@ class ExportCheckSession:
         if self.memory_limit is None:
             return []
         from pytest_exportcheck import memory_limit
-        from pytest_exportcheck.gpu_sharing import show_size
 
-        if self._checks_cuda():
-            return [
-                "exportcheck: memory limit not set: this run checks CUDA devices, whose "
-                "driver's mappings the limit would count (memory_limit.py)"
-            ]
-        line = f"exportcheck: memory limit {show_size(self.memory_limit)} per process"
-        if self.memory_limit_derived:
-            share = f"{memory_limit.DEFAULT_SHARE:.0%}"
-            line += (
-                f" ({share} of this machine's memory over "
-                f"{option_values.processes_running_items(self.config)} process(es); "
-                "exportcheck_memory_limit sets another, 0 none)"
+        return [
+            memory_limit.header_line(
+                self.memory_limit,
+                derived=self.memory_limit_derived,
+                processes=option_values.processes_running_items(self.config),
+                checks_cuda=self._checks_cuda(),
             )
-        return [line]
+        ]
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         if hasattr(self.config, "workerinput"):  # the cores shared out (worker_threads.py)
@@ -282,6 +289,8 @@ class ExportCheckSession:
             terminalreporter.section("exportcheck recordings")
             for line in self._recording_lines:
                 terminalreporter.line(line)
+        for line in unrun_lines(self._stopped_collection, self._reported):
+            terminalreporter.line(line, red=True)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
