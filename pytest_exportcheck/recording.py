@@ -213,6 +213,9 @@ class RecordingStore:
         # case file -> case -> capture -> observation
         self.observations: dict[str, dict[str, dict[str, Any]]] = {}
         self.collected: set[str] = set()
+        # case file -> "case[capture]" of each recorded item selected: what a file's
+        # update needs observed to be whole when the run was cut short.
+        self.expected: dict[str, set[str]] = {}
         self.incomplete: set[str] = set()  # a recorded item of the file was deselected
         self.unwritten: list[Path] = []  # recordings the update could not write
         # case file -> case -> its captures (None: broken), as collection loaded them:
@@ -232,6 +235,10 @@ class RecordingStore:
             raise found
         return found
 
+    def expect(self, case_file: Path, case: str, capture: str) -> None:
+        """A recorded item of ``case_file`` was selected to run."""
+        self.expected.setdefault(str(case_file), set()).add(f"{case}[{capture}]")
+
     def observe(self, case_file: Path, case: str, capture: str, observation: Any) -> None:
         per_case = self.observations.setdefault(str(case_file), {}).setdefault(case, {})
         per_case.setdefault(capture, observation)  # one per capture, whichever device first
@@ -245,6 +252,7 @@ class RecordingStore:
             {
                 "observations": self.observations,
                 "collected": sorted(self.collected),
+                "expected": {f: sorted(entries) for f, entries in self.expected.items()},
                 "incomplete": sorted(self.incomplete),
                 "cases": self.cases,
             }
@@ -257,6 +265,8 @@ class RecordingStore:
                 for capture, observation in captures.items():
                     self.observe(Path(case_file), case, capture, observation)
         self.collected.update(data["collected"])
+        for case_file, entries in data.get("expected", {}).items():
+            self.expected.setdefault(case_file, set()).update(entries)
         self.incomplete.update(data["incomplete"])
         self.cases.update(data.get("cases", {}))
 
@@ -284,6 +294,11 @@ class RecordingStore:
                 )
         return lines
 
+    def _not_observed(self, case_file: Path) -> list[str]:
+        observed = self.observations.get(str(case_file), {})
+        seen = {f"{case}[{capture}]" for case, captures in observed.items() for capture in captures}
+        return sorted(self.expected.get(str(case_file), set()) - seen)
+
     def _captures_by_case(self, case_file: Path) -> Mapping[str, Sequence[str] | None]:
         known = self.cases.get(str(case_file))
         return known if known is not None else _captures_by_case(case_file)
@@ -303,6 +318,15 @@ class RecordingStore:
         except RecordingError as exc:
             return [f"not written: {exc}; {exc.advice}"]
         observed = self.observations.get(str(case_file), {})
+        missing = self._not_observed(case_file)
+        if not whole_run and missing:
+            # One rule with or without xdist: a cut-short run writes a file only if every
+            # recorded item of it was observed, never a part of a section.
+            return [
+                f"not updated: {display_path(recording.path)}: the run was cut short before "
+                f"{len(missing)} of its recorded item(s) ran ({shorten(', '.join(missing))}); "
+                "it is as it was"
+            ]
         stale = _stale(recording, self.minor, self._captures_by_case(case_file))
         complete = whole_run and str(case_file) not in self.incomplete
         remove = stale if complete else set()

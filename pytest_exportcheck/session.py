@@ -116,6 +116,7 @@ class ExportCheckSession:
                 self._remaining.update(item.needs())
                 if item.check == "recorded":
                     self.recordings.collected.add(str(item.case.path))
+                    self.recordings.expect(item.case.path, item.case.name, item.capture)
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         # A case file whose recorded items were not all selected did not run whole:

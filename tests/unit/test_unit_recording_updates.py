@@ -66,3 +66,24 @@ def test_a_message_names_ten_entries_and_counts_the_rest() -> None:
     text = _show(entries)
     assert text.endswith("and 791 more")
     assert text.count("[export]") == 10 and len(text) < 2000
+
+
+def test_a_cut_short_run_writes_no_part_of_a_file(tmp_path: Path) -> None:
+    case_file = tmp_path / "both.yaml"
+    case_file.write_text(CASES)
+    store = _store(case_file, "alpha")  # alpha observed; beta selected but never ran
+    store.expect(case_file, "alpha", "export")
+    store.expect(case_file, "beta", "export")
+    lines = store.write(whole_run=False)
+    assert lines == [
+        f"not updated: {recording_path(case_file)}: the run was cut short before 1 of its "
+        "recorded item(s) ran (beta[export]); it is as it was"
+    ]
+    assert not recording_path(case_file).exists()
+    store.observe(
+        case_file,
+        "beta",
+        "export",
+        _store(case_file, "x").observations[str(case_file)]["x"]["export"],
+    )
+    assert "written" in store.write(whole_run=False)[0]  # every one ran: written
