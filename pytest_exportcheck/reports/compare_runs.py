@@ -120,7 +120,11 @@ class RunScope:
         # deselects them (``test_m.py::test_x`` covers ``test_m.py::test_x::Mlp::parity[...]``).
         parts = nodeid.split("::")
         tests = {"::".join(parts[:end]) for end in range(2, len(parts) + 1)}
-        return not (tests & self.deselected) and parts[0] in self.files
+        # A file's path may hold "::" itself (a directory "a::b"): match by prefix.
+        in_files = parts[0] in self.files or any(
+            nodeid.startswith(f"{path}::") for path in self.files if "::" in path
+        )
+        return not (tests & self.deselected) and in_files
 
 
 def compare(

@@ -157,8 +157,13 @@ def row_label(result: ItemResult) -> str:
     two tests that check a model of one class (one of them deliberately xfailed) keep
     rows of their own instead of sharing one by the class name.
     """
-    parts = result.nodeid.split("::")
-    return "::".join(parts[1:-1]) if len(parts) > 2 else result.case
+    nodeid = result.nodeid
+    if result.file and nodeid.startswith(result.file + "::"):
+        nodeid = nodeid[len(result.file) + 2 :]  # the file's path may hold "::" itself
+    else:
+        nodeid = nodeid.split("::", 1)[-1]
+    parts = nodeid.split("::")
+    return "::".join(parts[:-1]) if len(parts) > 1 else result.case
 
 
 def _groups(matrix: Matrix) -> list[tuple[str, str, list[tuple[str, str]]]]:

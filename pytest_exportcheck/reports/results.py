@@ -185,7 +185,8 @@ def item_result(nodeid: str, phases: Mapping[str, Any]) -> ItemResult | None:
     return ItemResult(
         nodeid=nodeid,
         case=props.get("exportcheck_case") or nodeid.split("::")[-1],
-        file=nodeid.split("::")[0],
+        # The item's own location: a path may hold "::" itself (a directory "a::b").
+        file=str(location[0]) if location else nodeid.split("::")[0],
         line=line,
         capture=props.get("exportcheck_capture"),
         check=props.get("exportcheck_check"),

@@ -158,3 +158,24 @@ def test_a_key_yaml_reads_as_a_boolean_is_named_at_its_line(hostile: pytest.Pyte
         ["[[]case[]] cases/on.yaml:7: inputs.kwargs: a key here reads as True: YAML 1.1 *"]
     )
     assert "[eager]" not in result.stdout.str()
+
+
+def test_a_path_holding_colons_keeps_its_file_and_row_in_the_report(
+    hostile: pytest.Pytester,
+) -> None:
+    import json
+
+    odd = hostile.path / "odd::dir"
+    odd.mkdir()
+    (odd / "hostile.py").write_text((hostile.path / "cases" / "hostile.py").read_text())
+    (odd / "m.yaml").write_text(
+        "cases:\n  good:\n    description: d\n    model: {target: hostile.py:Good}\n"
+        "    inputs: {args: [{shape: [2, 4]}]}\n    captures: [export]\n    checks: [parity]\n"
+    )
+    result = hostile.runpytest(
+        "--exportcheck", ".", "--exportcheck-report=r.json", "-p", "no:xdist"
+    )
+    result.assert_outcomes(passed=1)
+    items = json.loads((hostile.path / "r.json").read_text())["items"]
+    assert [item["file"] for item in items] == ["odd::dir/m.yaml"]
+    result.stdout.fnmatch_lines(["  good *"])  # the matrix row is the case, not the path's tail
