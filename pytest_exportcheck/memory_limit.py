@@ -19,13 +19,15 @@ that checks CUDA devices: the CUDA driver's own mappings count against it and
 were not measured on a GPU, and a driver failing to initialize would fail every
 GPU item for the wrong reason.
 
-Unset, the limit is :func:`derived`: 90% of the machine's memory (or of the
-cgroup's, in a container) divided by the processes that run items, so that
-all of them together stay short of the machine (not measured with every worker
-at its peak: that takes the machine's whole memory). On the big models
-(``benchmarks/big_models.py --one-process``) what the limit counts stayed within
-16% of resident memory after every item, so a model that fits its share is not
-refused for memory it never touches (``benchmarks/README.md``, Big models).
+Unset, the limit is :func:`derived`: 90% of the memory this process's machine,
+or its cgroup, allows, for each process that runs items. Not divided among the
+workers: measured with VGG-11's eight items under ``-n 2`` in a memory cgroup
+(``benchmarks/README.md``, Big models), a per-worker share refused items the
+kernel would have let run (6 GiB: 2 items failed where none was killed without a
+limit; 4.5 GiB: 6 failed where the kernel killed one worker, costing 4), while
+the per-process 90% lost no item at 6 GiB and 2 at 4.5 GiB. What it stops is one
+process asking for more than the machine has (a typo'd size, a runaway loop),
+which would otherwise have the kernel kill a worker, or the machine swap.
 """
 
 from __future__ import annotations
@@ -61,15 +63,15 @@ def parse(text: str) -> int | None:
 DEFAULT_SHARE = 0.9
 
 
-def derived(workers: int) -> int | None:
+def derived() -> int | None:
     """The default limit: :data:`DEFAULT_SHARE` of the machine's memory (or of the
-    container's, where its cgroup allows less), shared out among ``workers``
-    processes. None where the memory cannot be read, or the share is under 1 GiB
-    (less than torch itself needs: every item would fail)."""
+    cgroup's, where it allows less), for each process. None where the memory cannot
+    be read, or the share is under 1 GiB (less than torch itself needs: every item
+    would fail)."""
     total = machine_memory()
     if total is None:
         return None
-    share = int(total * DEFAULT_SHARE) // max(1, workers)
+    share = int(total * DEFAULT_SHARE)
     return share if share >= 1 << 30 else None
 
 
@@ -85,7 +87,7 @@ def machine_memory() -> int | None:
                     sizes.append(int(line.split()[1]) * 1024)
     except OSError:
         pass
-    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+    for path in cgroup_limit_files():
         try:
             with open(path) as limit:
                 text = limit.read().strip()
@@ -94,6 +96,32 @@ def machine_memory() -> int | None:
         if text.isdigit():
             sizes.append(int(text))
     return min(sizes) if sizes else None
+
+
+def cgroup_limit_files(
+    proc_cgroup: str = "/proc/self/cgroup", root: str = "/sys/fs/cgroup"
+) -> list[str]:
+    """The memory-limit files of this process's cgroup and each of its ancestors (v2
+    ``memory.max``, v1 ``memory.limit_in_bytes``): the tightest one binds. Read from
+    ``/proc/self/cgroup``: a process started in a cgroup of its own (``systemd-run -p
+    MemoryMax=``, a CI runner's job) is limited there, not at the mount's root."""
+    found = [f"{root}/memory.max", f"{root}/memory/memory.limit_in_bytes"]
+    try:
+        with open(proc_cgroup) as listed:
+            lines = listed.read().splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        _, controllers, path = [*line.split(":", 2), "", ""][:3]
+        if controllers == "":  # v2: the unified hierarchy
+            base, name = root, "memory.max"
+        elif "memory" in controllers.split(","):
+            base, name = f"{root}/memory", "memory.limit_in_bytes"
+        else:
+            continue
+        parts = [part for part in path.split("/") if part]
+        found += ["/".join([base, *parts[:depth], name]) for depth in range(1, len(parts) + 1)]
+    return found
 
 
 def apply(limit: int) -> tuple[int, int] | None:
@@ -153,7 +181,7 @@ def _allocator_refused(error: BaseException) -> bool:
     return "can't allocate memory" in text or "Cannot allocate memory" in text
 
 
-def header_line(limit: int, *, derived: bool, processes: int, checks_cuda: bool) -> str:
+def header_line(limit: int, *, derived: bool, checks_cuda: bool) -> str:
     """The run header's line on the limit."""
 
     if checks_cuda:
@@ -164,7 +192,7 @@ def header_line(limit: int, *, derived: bool, processes: int, checks_cuda: bool)
     line = f"exportcheck: memory limit {show_size(limit)} per process"
     if derived:
         line += (
-            f" ({DEFAULT_SHARE:.0%} of this machine's memory over {processes} process(es); "
+            f" ({DEFAULT_SHARE:.0%} of this machine's or cgroup's memory, for each process; "
             "exportcheck_memory_limit sets another, 0 none)"
         )
     return line

@@ -69,17 +69,8 @@ def memory_limit(config: pytest.Config) -> tuple[int | None, bool]:
 
     text = config.getoption("exportcheck_memory_limit") or config.getini("exportcheck_memory_limit")
     if not str(text).strip():
-        return derived(processes_running_items(config)), True
+        return derived(), True
     try:
         return parse(str(text)), False
     except ValueError as exc:
         raise pytest.UsageError(f"--exportcheck-memory-limit / {exc}") from None
-
-
-def processes_running_items(config: pytest.Config) -> int:
-    """xdist's worker count (seen alike by the controller and each worker), else 1."""
-    workerinput = getattr(config, "workerinput", None)
-    if workerinput is not None:
-        return max(1, int(workerinput.get("workercount", 1)))
-    count = getattr(config.option, "numprocesses", None)
-    return count if isinstance(count, int) and count > 0 else 1

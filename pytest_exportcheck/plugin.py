@@ -72,7 +72,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="SIZE",
         help="memory each process running items may ask for (e.g. 12GiB; 0: no limit); "
         "default: the exportcheck_memory_limit ini option, else 90% of the machine's "
-        "memory divided by the workers.",
+        "(or its cgroup's) memory, for each process.",
     )
     group.addoption(
         "--exportcheck-update",
@@ -159,7 +159,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="memory each process running items may ask for (e.g. 12GiB; CPU-only runs, "
         "Linux): an allocation past it fails its item, naming the limit, instead of the "
         "system killing the worker (default: 90% of the machine's memory, or its cgroup's, "
-        "divided by the workers; 0: no limit).",
+        "for each process; 0: no limit).",
     )
     parser.addini(
         "exportcheck_gpu_workers",

@@ -203,7 +203,6 @@ class ExportCheckSession:
             memory_limit.header_line(
                 self.memory_limit,
                 derived=self.memory_limit_derived,
-                processes=option_values.processes_running_items(self.config),
                 checks_cuda=self._checks_cuda(),
             )
         ]

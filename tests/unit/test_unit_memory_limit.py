@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from pytest_exportcheck import memory_limit
@@ -29,13 +31,15 @@ def test_the_note_names_the_limit_only_for_a_refused_allocation(
     assert memory_limit.note_for(ValueError("shape mismatch")) == ""
 
 
-def test_the_default_limit_shares_most_of_the_machine_among_the_workers(monkeypatch) -> None:
+def test_the_default_limit_is_most_of_the_machine_for_each_process(monkeypatch) -> None:
+    # Not divided among workers: a per-worker share refused items the kernel let run
+    # (benchmarks/README.md, the default memory limit).
     monkeypatch.setattr(memory_limit, "machine_memory", lambda: 24 << 30)
-    assert memory_limit.derived(1) == int((24 << 30) * memory_limit.DEFAULT_SHARE)
-    assert memory_limit.derived(2) == int((24 << 30) * memory_limit.DEFAULT_SHARE) // 2
-    assert memory_limit.derived(32) is None  # under 1 GiB each: torch alone needs more
+    assert memory_limit.derived() == int((24 << 30) * memory_limit.DEFAULT_SHARE)
+    monkeypatch.setattr(memory_limit, "machine_memory", lambda: 1 << 30)
+    assert memory_limit.derived() is None  # under 1 GiB: torch alone needs more
     monkeypatch.setattr(memory_limit, "machine_memory", lambda: None)
-    assert memory_limit.derived(2) is None
+    assert memory_limit.derived() is None
 
 
 def test_the_machine_memory_is_read_where_linux_gives_it() -> None:
@@ -46,3 +50,19 @@ def test_the_machine_memory_is_read_where_linux_gives_it() -> None:
         assert size is not None and size > 1 << 30
     else:
         assert size is None
+
+
+def test_the_limit_files_follow_this_process_cgroup_and_its_ancestors(tmp_path: Path) -> None:
+    from pytest_exportcheck.memory_limit import cgroup_limit_files
+
+    listed = tmp_path / "cgroup"
+    listed.write_text("4:memory:/ci/job7\n3:cpu:/ci/job7\n0::/user.slice/run-1.scope\n")
+    files = cgroup_limit_files(str(listed), "/cg")
+    assert files == [
+        "/cg/memory.max",
+        "/cg/memory/memory.limit_in_bytes",
+        "/cg/memory/ci/memory.limit_in_bytes",
+        "/cg/memory/ci/job7/memory.limit_in_bytes",
+        "/cg/user.slice/memory.max",
+        "/cg/user.slice/run-1.scope/memory.max",
+    ]
