@@ -258,3 +258,18 @@ class LeavesProcess(Good):
         elif self.how == "fork":
             os.fork()  # both the parent and the child return from forward
         return self.lin(x)
+
+
+class StateDictCannotAllocate(Good):
+    """Its state_dict() raises MemoryError however it is asked (export asks nothing of it)."""
+
+    def state_dict(self, *args, **kwargs):
+        raise MemoryError("state_dict could not allocate")
+
+
+class MixedDtypes(Good):
+    """A float64 weight against float32 inputs: forward raises on every call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4).double()

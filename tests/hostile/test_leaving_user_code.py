@@ -65,3 +65,30 @@ def test_a_models_own_state_dict_runs_under_the_allocation_guard(hostile: pytest
         ["- the model's own state_dict() raised: HugeTensorError: *1099511627776*"]
     )
     assert "[internal]" not in result.stdout.str()
+
+
+def test_a_state_dict_that_cannot_allocate_is_the_models_error_not_internal(
+    hostile: pytest.Pytester,
+) -> None:
+    target = "{target: hostile.py:StateDictCannotAllocate}"
+    checks = "[signature, hierarchy]"
+    write_hostile(hostile, hostile_case("sd", target, captures="[export]", checks=checks))
+    result = hostile.runpytest("--exportcheck", "-p", "no:xdist")
+    # The signature check reads persistence from the modules: it never calls state_dict().
+    result.assert_outcomes(failed=1, passed=2)
+    result.stdout.fnmatch_lines(
+        ["*the model's own state_dict() raised: MemoryError: state_dict could not allocate*"]
+    )
+    assert "[internal]" not in result.stdout.str()
+
+
+def test_a_dtype_mismatch_in_the_model_is_the_eager_stages_error(hostile: pytest.Pytester) -> None:
+    target = "{target: hostile.py:MixedDtypes}"
+    write_hostile(hostile, hostile_case("mixed", target, **ITEMS))
+    result = hostile.runpytest("--exportcheck", "-p", "no:xdist")
+    result.assert_outcomes(failed=2, passed=1)
+    result.stdout.fnmatch_lines(
+        ["[[]eager[]] cases/hostile.yaml:2: the eager forward raised: RuntimeError: mat1 and "
+         "mat2 must have the same dtype*"]
+    )  # fmt: skip
+    assert "[internal]" not in result.stdout.str()
