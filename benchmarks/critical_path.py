@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_exportcheck.scheduler import unit_of
+from pytest_exportcheck.parallel.scheduler import unit_of
 
 
 def unit_durations(items: list[dict], *, whole_cases: bool) -> dict[str, float]:

@@ -55,9 +55,9 @@ from torch.export import ExportedProgram  # noqa: E402
 from torch.export.graph_signature import InputKind  # noqa: E402
 from torch.utils import _pytree as pytree  # noqa: E402
 
-from pytest_exportcheck.build import build_inputs, build_model, seed_everything  # noqa: E402
 from pytest_exportcheck.checks import signature as signature_check  # noqa: E402
-from pytest_exportcheck.compare_values import DEFAULT_TOLERANCES  # noqa: E402
+from pytest_exportcheck.comparison.compare_values import DEFAULT_TOLERANCES  # noqa: E402
+from pytest_exportcheck.model.build import build_inputs, build_model, seed_everything  # noqa: E402
 from pytest_exportcheck.spec import Case, load_case_file  # noqa: E402
 
 Inputs = tuple[tuple[Any, ...], dict[str, Any]]

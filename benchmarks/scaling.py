@@ -18,7 +18,7 @@ import subprocess
 from collections.abc import Callable
 from typing import Any
 
-from pytest_exportcheck.worker_threads import usable_cores
+from pytest_exportcheck.parallel.worker_threads import usable_cores
 
 WORKER_COUNTS = (2, 4, 8, 14)
 TARGETS = {2: 0.58, 8: 0.30, 14: 0.22}  # issue 18: at most this x serial

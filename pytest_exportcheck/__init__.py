@@ -22,6 +22,9 @@ if TYPE_CHECKING:
     )
 
 __version__ = "0.1.0"
+# What a case file is called: the plugin collects these; reports and unit durations read
+# them. Here, at the root: every layer may import it, and it costs nothing.
+CASE_SUFFIXES = (".yaml", ".yml")
 __all__ = ["ExportCheckFailed", "InvalidCase", "ItemResult", "Report", "check_model"]
 
 

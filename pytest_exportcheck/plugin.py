@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
+from pytest_exportcheck import CASE_SUFFIXES
+
 DEFAULT_CASE_PATHS = ["cases"]
-CASE_SUFFIXES = (".yaml", ".yml")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -207,7 +208,7 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
     fails it if the session's process vanishes (``supervisor.py``)."""
     if not config.getoption("exportcheck"):
         return None
-    from pytest_exportcheck import supervisor
+    from pytest_exportcheck.containment import supervisor
 
     if supervisor.why_unsupervised(config) is not None:
         return None
@@ -230,13 +231,13 @@ def pytest_configure(config: pytest.Config) -> None:
                 "name case files or directories on the command line, or set exportcheck_paths"
             )
         config.args = existing
-    from pytest_exportcheck.session import ExportCheckSession
+    from pytest_exportcheck.items.session import ExportCheckSession
 
     config.pluginmanager.register(ExportCheckSession(config, case_dirs), "exportcheck-session")
     from pytest_exportcheck.reports import ReportPlugin
 
     config.pluginmanager.register(ReportPlugin(config), "exportcheck-reports")
-    from pytest_exportcheck.unit_durations import DurationLog
+    from pytest_exportcheck.parallel.unit_durations import DurationLog
 
     config.pluginmanager.register(DurationLog(config), "exportcheck-durations")
 
@@ -247,7 +248,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     session = parent.config.pluginmanager.get_plugin("exportcheck-session")
     if session is None or not session.is_case_file(file_path):
         return None
-    from pytest_exportcheck.collect import CaseFile
+    from pytest_exportcheck.items.collect import CaseFile
 
     return CaseFile.from_parent(parent, path=file_path)
 

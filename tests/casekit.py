@@ -544,7 +544,7 @@ class NarrowsAboveFour(nn.Module):
 
 
 def _has_dynamo_graph_capture() -> bool:
-    from pytest_exportcheck.compat import dynamo_graph_capture
+    from pytest_exportcheck.spec.compat import dynamo_graph_capture
 
     return dynamo_graph_capture() is not None
 
@@ -627,7 +627,7 @@ def pytest_unconfigure(config):
 
 def load_models(pytester: pytest.Pytester) -> Any:
     """The project's ``cases/models.py`` as a module, to build a model directly in a test."""
-    from pytest_exportcheck.targets import resolve_target
+    from pytest_exportcheck.model.targets import resolve_target
 
     return sys.modules[resolve_target("models.py:Mlp", pytester.path / "cases").__module__]
 
@@ -655,7 +655,7 @@ API_TEST_HEADER = """
 from pathlib import Path
 
 import torch
-from pytest_exportcheck.targets import resolve_target
+from pytest_exportcheck.model.targets import resolve_target
 
 def model(name):
     return resolve_target(f"models.py:{name}", Path(__file__).parent / "cases")()

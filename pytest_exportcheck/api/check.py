@@ -196,7 +196,7 @@ def make_case(
     read as they do for YAML, located at ``path:line`` (the caller).
     """
     __tracebackhide__ = True
-    from pytest_exportcheck.devices import DeviceError, discover, parse_request, select
+    from pytest_exportcheck.model.devices import DeviceError, discover, parse_request, select
     from pytest_exportcheck.spec import SpecError
     from pytest_exportcheck.spec.load import case_from_mapping
 

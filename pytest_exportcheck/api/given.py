@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import torch
 
-from pytest_exportcheck.build import BuildError
-from pytest_exportcheck.case_run import CaseRun
-from pytest_exportcheck.failures import CaseError
-from pytest_exportcheck.isolation import clone_tree, private_copy, to_device
+from pytest_exportcheck.containment.failures import CaseError
+from pytest_exportcheck.items.case_run import CaseRun
+from pytest_exportcheck.model.build import BuildError
+from pytest_exportcheck.model.isolation import clone_tree, private_copy, to_device
+from pytest_exportcheck.model.subject import Inputs, Subject, moved_model
 from pytest_exportcheck.spec import Case
 from pytest_exportcheck.spec.semantics import MAX_TENSOR_ELEMENTS
-from pytest_exportcheck.subject import Inputs, Subject, moved_model
 
 
 class GivenSubject(Subject):

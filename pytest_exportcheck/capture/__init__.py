@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from pytest_exportcheck.capture.record import CaptureRecord, Placeholder
-from pytest_exportcheck.failures import CaptureError
-from pytest_exportcheck.subject import Subject
+from pytest_exportcheck.containment.failures import CaptureError
+from pytest_exportcheck.model.subject import Subject
 
 # torch's structured-trace logger emits DEBUG records on every export; under
 # pytest they reach the log capture and bury each failure report under empty

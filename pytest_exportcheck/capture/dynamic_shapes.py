@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch.utils import _pytree as pytree
 
-from pytest_exportcheck.failures import CaptureError, CaseError, capture_error
-from pytest_exportcheck.isolation import render_input_path
+from pytest_exportcheck.containment.failures import CaptureError, CaseError, capture_error
+from pytest_exportcheck.model.isolation import render_input_path
 from pytest_exportcheck.spec.dynamic import DynamicSpec, Placement
 
 if TYPE_CHECKING:
-    from pytest_exportcheck.subject import Subject
+    from pytest_exportcheck.model.subject import Subject
 
 
 class DynamicShapesError(Exception):

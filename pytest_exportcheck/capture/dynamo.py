@@ -49,9 +49,9 @@ from pytest_exportcheck.capture.record import (
     named_tensors,
     tensor_at,
 )
-from pytest_exportcheck.compat import dynamo_graph_capture
-from pytest_exportcheck.isolation import clone_tree, flat_inputs
-from pytest_exportcheck.subject import Subject
+from pytest_exportcheck.model.isolation import clone_tree, flat_inputs
+from pytest_exportcheck.model.subject import Subject
+from pytest_exportcheck.spec.compat import dynamo_graph_capture
 
 BY_IDENTITY = "tensor identity (no source name matched)"
 

@@ -35,10 +35,10 @@ from pytest_exportcheck.capture.record import (
     tensor_at,
 )
 from pytest_exportcheck.capture.torch_logs import kept_torch_logs, logged_lines
-from pytest_exportcheck.compat import parameters_to_mutate
-from pytest_exportcheck.failures import describe_exception
-from pytest_exportcheck.isolation import private_copy, quiet_torch_internals
-from pytest_exportcheck.subject import Subject
+from pytest_exportcheck.containment.failures import describe_exception
+from pytest_exportcheck.model.isolation import private_copy, quiet_torch_internals
+from pytest_exportcheck.model.subject import Subject
+from pytest_exportcheck.spec.compat import parameters_to_mutate
 
 
 def capture_export(subject: Subject, capture: str, *, strict: bool) -> ProgramRecord:

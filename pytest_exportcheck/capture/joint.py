@@ -32,9 +32,9 @@ from pytest_exportcheck.capture.record import (
     StatefulCall,
     tensor_at,
 )
-from pytest_exportcheck.compat import parameters_to_mutate
-from pytest_exportcheck.failures import CaptureError, capture_error
-from pytest_exportcheck.subject import Inputs, Subject
+from pytest_exportcheck.containment.failures import CaptureError, capture_error
+from pytest_exportcheck.model.subject import Inputs, Subject
+from pytest_exportcheck.spec.compat import parameters_to_mutate
 
 
 class LossOutputs(torch.nn.Module):

@@ -10,9 +10,9 @@ from __future__ import annotations
 import time
 
 from pytest_exportcheck.capture.export import ProgramRecord
-from pytest_exportcheck.compat import move_to_device_pass
-from pytest_exportcheck.failures import capture_error
-from pytest_exportcheck.isolation import private_copy, quiet_torch_internals
+from pytest_exportcheck.containment.failures import capture_error
+from pytest_exportcheck.model.isolation import private_copy, quiet_torch_internals
+from pytest_exportcheck.spec.compat import move_to_device_pass
 
 
 def moved_unavailable() -> str | None:

@@ -35,8 +35,8 @@ from typing import TypeVar
 
 import torch
 
-from pytest_exportcheck.copy_on_write import WriteMark
-from pytest_exportcheck.isolation import private_copy, quiet_torch_internals
+from pytest_exportcheck.model.copy_on_write import WriteMark
+from pytest_exportcheck.model.isolation import private_copy, quiet_torch_internals
 
 P = TypeVar("P")
 

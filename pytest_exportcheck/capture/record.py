@@ -18,11 +18,11 @@ from typing import Any
 
 import torch
 
-from pytest_exportcheck.copy_on_write import WriteMark
-from pytest_exportcheck.forward_defaults import DEFAULT_PREFIX, forward_defaults
-from pytest_exportcheck.frozen_values import FrozenValues
-from pytest_exportcheck.isolation import quiet_torch_internals
-from pytest_exportcheck.subject import Subject
+from pytest_exportcheck.model.copy_on_write import WriteMark
+from pytest_exportcheck.model.forward_defaults import DEFAULT_PREFIX, forward_defaults
+from pytest_exportcheck.model.frozen_values import FrozenValues
+from pytest_exportcheck.model.isolation import quiet_torch_internals
+from pytest_exportcheck.model.subject import Subject
 
 # symbolic_size: a dynamic size a Dynamo graph takes as an input of its own (torch 2.10-2.12's
 # graph capture lifts them), computed from an input tensor's shape by the graph's bytecode.

@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from pytest_exportcheck.failures import exception_text
+from pytest_exportcheck.containment.failures import exception_text
 
 _SHOWN_LEVEL = logging.WARNING  # what a finding quotes; every record is re-emitted
 _LINE_CHARS = 300

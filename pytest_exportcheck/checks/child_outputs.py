@@ -26,7 +26,11 @@ from typing import Any
 
 import torch
 
-from pytest_exportcheck.compare_values import Tolerance, compare_trees, flatten_with_paths
+from pytest_exportcheck.comparison.compare_values import (
+    Tolerance,
+    compare_trees,
+    flatten_with_paths,
+)
 
 
 def _kind(leaf: Any) -> tuple[Any, ...]:

@@ -35,13 +35,13 @@ from pytest_exportcheck.capture.record import STATE_KINDS, CaptureRecord, Decomp
 from pytest_exportcheck.capture.symbolic import kept_dims
 from pytest_exportcheck.checks.differences import classify, unread_state
 from pytest_exportcheck.checks.signature import is_traced_constant
-from pytest_exportcheck.compare_values import Tolerance, compare_trees
-from pytest_exportcheck.failures import ExportCheckWarning, describe_exception
+from pytest_exportcheck.comparison.compare_values import Tolerance, compare_trees
+from pytest_exportcheck.containment.failures import ExportCheckWarning, describe_exception
 from pytest_exportcheck.spec import Case
 from pytest_exportcheck.spec.versions import accept_notes
 
 if TYPE_CHECKING:
-    from pytest_exportcheck.subject import Subject
+    from pytest_exportcheck.model.subject import Subject
 
 Table = dict[str, dict[str, str]]  # row -> capture -> cell
 NOT_COMPARED = "n/a"

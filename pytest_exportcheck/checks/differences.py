@@ -26,7 +26,7 @@ import torch
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from pytest_exportcheck.isolation import module_state, seeded
+from pytest_exportcheck.model.isolation import module_state, seeded
 
 UNREAD_REASON = (
     "forward never reads them: non-strict export lifts every parameter and buffer, strict "

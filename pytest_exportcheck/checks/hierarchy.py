@@ -23,7 +23,6 @@ from typing import Any
 
 import torch
 
-from pytest_exportcheck.allocation import refusing_huge_tensors
 from pytest_exportcheck.capture.export import ProgramRecord
 from pytest_exportcheck.capture.record import CaptureRecord
 from pytest_exportcheck.checks.listdiff import (
@@ -34,8 +33,14 @@ from pytest_exportcheck.checks.listdiff import (
 from pytest_exportcheck.checks.localize import base_fqn
 from pytest_exportcheck.checks.steps import fp64_output
 from pytest_exportcheck.checks.submodules import check_submodules_alone
-from pytest_exportcheck.compare_values import EXACT, Tolerance, compare_trees
-from pytest_exportcheck.failures import ExportCheckWarning, Info, Note, describe_exception
+from pytest_exportcheck.comparison.compare_values import EXACT, Tolerance, compare_trees
+from pytest_exportcheck.containment.allocation import refusing_huge_tensors
+from pytest_exportcheck.containment.failures import (
+    ExportCheckWarning,
+    Info,
+    Note,
+    describe_exception,
+)
 from pytest_exportcheck.spec import Case
 
 

@@ -29,8 +29,8 @@ from torch.utils import _pytree as pytree
 
 from pytest_exportcheck.checks.call_rng import RngState, rng_state
 from pytest_exportcheck.checks.child_outputs import compare_child_outputs
-from pytest_exportcheck.compare_values import Tolerance, compare_trees
-from pytest_exportcheck.isolation import clone_tree, seed_everything
+from pytest_exportcheck.comparison.compare_values import Tolerance, compare_trees
+from pytest_exportcheck.model.isolation import clone_tree, seed_everything
 
 _CALL_SUFFIX = re.compile(r"@\d+(?=\.|$)")
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from pytest_exportcheck.capture.export import ProgramRecord
 from pytest_exportcheck.capture.record import CaptureRecord
 from pytest_exportcheck.checks.steps import compare_step, lifted_state
-from pytest_exportcheck.compare_values import Tolerance
-from pytest_exportcheck.failures import describe_exception
+from pytest_exportcheck.comparison.compare_values import Tolerance
+from pytest_exportcheck.containment.failures import describe_exception
 from pytest_exportcheck.spec import Case
 
 

@@ -26,9 +26,9 @@ import torch
 
 from pytest_exportcheck.capture.record import CaptureRecord, DecompositionError, Mutations
 from pytest_exportcheck.checks.steps import compare_step, lifted_state
-from pytest_exportcheck.compare_values import Tolerance
-from pytest_exportcheck.failures import Note, describe_exception
-from pytest_exportcheck.isolation import module_state
+from pytest_exportcheck.comparison.compare_values import Tolerance
+from pytest_exportcheck.containment.failures import Note, describe_exception
+from pytest_exportcheck.model.isolation import module_state
 from pytest_exportcheck.spec import Case
 
 

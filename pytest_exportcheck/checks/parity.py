@@ -36,9 +36,9 @@ from pytest_exportcheck.checks.localize import first_divergence
 from pytest_exportcheck.checks.signal import loose_atol, no_signal, shape_signal, signal_inside
 from pytest_exportcheck.checks.sized import free_dims, sized_leaves
 from pytest_exportcheck.checks.steps import fp64_output
-from pytest_exportcheck.compare_values import Tolerance, compare_trees
-from pytest_exportcheck.failures import Note, describe_exception
-from pytest_exportcheck.isolation import seed_everything
+from pytest_exportcheck.comparison.compare_values import Tolerance, compare_trees
+from pytest_exportcheck.containment.failures import Note, describe_exception
+from pytest_exportcheck.model.isolation import seed_everything
 from pytest_exportcheck.spec import Case
 
 

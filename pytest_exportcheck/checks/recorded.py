@@ -23,9 +23,9 @@ from pytest_exportcheck.capture.export import ProgramRecord
 from pytest_exportcheck.capture.record import CaptureRecord, DecompositionError
 from pytest_exportcheck.capture.symbolic import kept_dims
 from pytest_exportcheck.checks.listdiff import list_diff
-from pytest_exportcheck.drift import Drift, drifts
-from pytest_exportcheck.failures import CaptureError, CaseError
-from pytest_exportcheck.recording import (
+from pytest_exportcheck.containment.failures import CaptureError, CaseError
+from pytest_exportcheck.recordings.drift import Drift, drifts
+from pytest_exportcheck.recordings.recording import (
     OBSERVATION,
     RECORDED_ENTRY,
     Recording,

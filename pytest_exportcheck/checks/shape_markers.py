@@ -26,13 +26,13 @@ from typing import Any
 
 import torch
 
-from pytest_exportcheck.build import BuildError
 from pytest_exportcheck.capture.record import CaptureRecord
 from pytest_exportcheck.capture.symbolic import KeptDim
 from pytest_exportcheck.checks.shape_runs import Sizes, inputs_at, programs_at, run_once
-from pytest_exportcheck.compare_values import Tolerance, compare_trees
-from pytest_exportcheck.failures import Info, Note
-from pytest_exportcheck.isolation import flat_inputs
+from pytest_exportcheck.comparison.compare_values import Tolerance, compare_trees
+from pytest_exportcheck.containment.failures import Info, Note
+from pytest_exportcheck.model.build import BuildError
+from pytest_exportcheck.model.isolation import flat_inputs
 from pytest_exportcheck.spec import Case
 from pytest_exportcheck.spec.dynamic import DynamicSpec, NamedDim, Placement
 

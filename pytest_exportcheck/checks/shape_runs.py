@@ -11,10 +11,10 @@ from typing import Any
 
 import torch
 
-from pytest_exportcheck.build import BuildError, build_inputs
 from pytest_exportcheck.capture.record import CaptureRecord
-from pytest_exportcheck.failures import exception_text
-from pytest_exportcheck.isolation import clone_tree, flat_inputs, seeded, to_device
+from pytest_exportcheck.containment.failures import exception_text
+from pytest_exportcheck.model.build import BuildError, build_inputs
+from pytest_exportcheck.model.isolation import clone_tree, flat_inputs, seeded, to_device
 from pytest_exportcheck.spec import Case
 from pytest_exportcheck.spec.dynamic import DynamicSpec, resized_inputs
 

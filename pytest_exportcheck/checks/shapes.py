@@ -24,7 +24,6 @@ from __future__ import annotations
 import dataclasses
 import random
 
-from pytest_exportcheck.build import BuildError, factory_takes_dims
 from pytest_exportcheck.capture.record import CaptureRecord
 from pytest_exportcheck.capture.symbolic import KeptDim, kept_dims
 from pytest_exportcheck.checks.shape_markers import (
@@ -47,8 +46,9 @@ from pytest_exportcheck.checks.shape_runs import (
 )
 from pytest_exportcheck.checks.signal import no_signal
 from pytest_exportcheck.checks.steps import compare_step, lifted_state
-from pytest_exportcheck.compare_values import Tolerance, compare_trees
-from pytest_exportcheck.failures import Info, Note
+from pytest_exportcheck.comparison.compare_values import Tolerance, compare_trees
+from pytest_exportcheck.containment.failures import Info, Note
+from pytest_exportcheck.model.build import BuildError, factory_takes_dims
 from pytest_exportcheck.spec import Case
 from pytest_exportcheck.spec.dynamic import DynamicSpec, Placement, resized_inputs, tensor_paths
 

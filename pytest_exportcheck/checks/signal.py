@@ -34,12 +34,12 @@ import torch
 from pytest_exportcheck.checks.child_outputs import compare_child_outputs
 from pytest_exportcheck.checks.localize import hooked_calls
 from pytest_exportcheck.checks.sized import SizedLeaf
-from pytest_exportcheck.compare_values import (
+from pytest_exportcheck.comparison.compare_values import (
     OWN_SCALE,
     Tolerance,
     flatten_with_paths,
 )
-from pytest_exportcheck.failures import Note
+from pytest_exportcheck.containment.failures import Note
 
 
 def no_signal(

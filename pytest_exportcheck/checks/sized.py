@@ -40,7 +40,7 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
-from pytest_exportcheck.compare_values import flatten_with_paths
+from pytest_exportcheck.comparison.compare_values import flatten_with_paths
 
 # Ops (ATen overload names, torch functions, tensor methods) whose tensor argument
 # gives only shape, dtype and device, never values.

@@ -8,9 +8,9 @@ from typing import Any
 import torch
 
 from pytest_exportcheck.capture.record import STATE_KINDS, CaptureRecord
-from pytest_exportcheck.compare_values import Tolerance, compare_trees
-from pytest_exportcheck.runs import Step
-from pytest_exportcheck.subject import Subject
+from pytest_exportcheck.comparison.compare_values import Tolerance, compare_trees
+from pytest_exportcheck.model.runs import Step
+from pytest_exportcheck.model.subject import Subject
 
 
 def lifted_state(record: CaptureRecord) -> set[str]:

@@ -35,8 +35,8 @@ from torch.utils import _pytree as pytree
 from pytest_exportcheck.checks.call_rng import under_rng
 from pytest_exportcheck.checks.child_outputs import compare_child_outputs
 from pytest_exportcheck.checks.localize import Call, hooked_calls, pair_calls
-from pytest_exportcheck.compare_values import Tolerance
-from pytest_exportcheck.failures import Note
+from pytest_exportcheck.comparison.compare_values import Tolerance
+from pytest_exportcheck.containment.failures import Note
 
 
 def check_submodules_alone(case: Any, record: Any) -> list[str]:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_exportcheck.drift import DriftGroup, drifts, group
+from pytest_exportcheck.recordings.drift import DriftGroup, drifts, group
 from pytest_exportcheck.reports.gap_summary import gap_texts
 from pytest_exportcheck.reports.results import FAILING, PASSING
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pytest_exportcheck.atomic import stale_note
+from pytest_exportcheck.recordings.atomic import stale_note
 from pytest_exportcheck.reports import gap_summary, json_report, markdown, nearest
 from pytest_exportcheck.reports import matrix as matrix_mod
 from pytest_exportcheck.reports.compare_runs import Comparison, RunScope, compare
@@ -125,7 +125,7 @@ class ReportPlugin:
         # Shards of one run (pytest-split) must agree on it to be merged (merge.py).
         self.run["cases"] = cases_digest(self.config.rootpath, self.scope_files)
         current = [r.to_json() for r in self.results]
-        from pytest_exportcheck.compat import torch_minor
+        from pytest_exportcheck.spec.compat import torch_minor
 
         self.nearest = nearest.summarize(self.results, str(self.run["torch"]), torch_minor())
         if self.baseline is not None:

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pytest_exportcheck import atomic
+from pytest_exportcheck.recordings import atomic
 from pytest_exportcheck.reports import gap_summary
 from pytest_exportcheck.reports.results import ItemResult, totals
 
@@ -37,7 +37,7 @@ def run_info(*, started: float, finished: float, exitstatus: int, args: Iterable
     import pytest
 
     from pytest_exportcheck import __version__
-    from pytest_exportcheck.compat import torch_version
+    from pytest_exportcheck.spec.compat import torch_version
 
     torch = torch_version()
     return {
@@ -82,7 +82,7 @@ def overwrite_problem(path: Path) -> str | None:
     """Why writing a report to ``path`` (and its Markdown beside it) would destroy a file
     that is not a report: ``--exportcheck-report=cases/good.yaml`` overwrote the case
     file and exited 0. A new file, or a report this plugin wrote, is fine."""
-    from pytest_exportcheck.recording import SUFFIX as RECORDING_SUFFIX
+    from pytest_exportcheck.recordings.recording import SUFFIX as RECORDING_SUFFIX
 
     if path.name.endswith(RECORDING_SUFFIX):
         return f"{path} is a recording, not a report (a report path ends in .json)"

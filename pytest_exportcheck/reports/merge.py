@@ -26,8 +26,8 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from pytest_exportcheck.item_names import split_item_name
-from pytest_exportcheck.plugin import CASE_SUFFIXES
+from pytest_exportcheck import CASE_SUFFIXES
+from pytest_exportcheck.items.item_names import split_item_name
 from pytest_exportcheck.reports import json_report, markdown
 from pytest_exportcheck.reports import matrix as matrix_mod
 from pytest_exportcheck.reports.results import ItemResult, describe_totals, totals
@@ -161,7 +161,7 @@ def update_recordings(doc: Mapping[str, Any], root: Path) -> list[str]:
     """
     from packaging.version import Version
 
-    from pytest_exportcheck.recording import RecordingStore
+    from pytest_exportcheck.recordings.recording import RecordingStore
 
     version = Version(str(doc["run"].get("torch")))
     store = RecordingStore(update=True, minor=f"{version.major}.{version.minor}")

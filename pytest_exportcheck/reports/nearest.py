@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_exportcheck.drift import Drift, DriftGroup, group
+from pytest_exportcheck.recordings.drift import Drift, DriftGroup, group
 from pytest_exportcheck.reports.results import ItemResult
 
 GROUPS_SHOWN = 12

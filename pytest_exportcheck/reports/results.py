@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pytest_exportcheck.gaps import GAPS_PROPERTY, from_property
+from pytest_exportcheck.items.gaps import GAPS_PROPERTY, from_property
 
 # Every outcome an item can end with, in the order totals are shown.
 OUTCOMES: tuple[str, ...] = (

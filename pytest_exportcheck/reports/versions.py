@@ -31,9 +31,9 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from pytest_exportcheck.atomic import write_atomically
-from pytest_exportcheck.drift import Drift, DriftGroup, drifts, group
-from pytest_exportcheck.recording import SUFFIX, Recording, RecordingError
+from pytest_exportcheck.recordings.atomic import write_atomically
+from pytest_exportcheck.recordings.drift import Drift, DriftGroup, drifts, group
+from pytest_exportcheck.recordings.recording import SUFFIX, Recording, RecordingError
 
 
 @dataclass(frozen=True)

@@ -71,7 +71,7 @@ def _arg(parse: Any) -> Any:
 
 def _seconds(text: str) -> float:
     """--timeout as the plugin's own option takes it: finite, 0 (none) to a day."""
-    from pytest_exportcheck.stages import MAX_TIMEOUT_SECONDS
+    from pytest_exportcheck.containment.stages import MAX_TIMEOUT_SECONDS
 
     try:
         value = float(text)
@@ -164,7 +164,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
     for note in notes:
         print(f"exportcheck new: {note}", file=sys.stderr)
     if args.output is not None:
-        from pytest_exportcheck.atomic import write_atomically
+        from pytest_exportcheck.recordings.atomic import write_atomically
 
         write_atomically(args.output, text)
         print(

@@ -21,17 +21,17 @@ from collections.abc import Iterator
 from pytest_exportcheck.capture import capture, unavailable
 from pytest_exportcheck.capture.export import ProgramRecord
 from pytest_exportcheck.capture.record import CaptureRecord, DecompositionError
-from pytest_exportcheck.failures import (
+from pytest_exportcheck.containment.failures import (
     CaseError,
     EagerError,
     ExportCheckError,
     describe_exception,
 )
+from pytest_exportcheck.containment.stages import StageTimeout, stage, time_limit
+from pytest_exportcheck.model.subject import Subject
 from pytest_exportcheck.scaffold.errors import ScaffoldError
 from pytest_exportcheck.scaffold.render import CaptureObservation
 from pytest_exportcheck.spec.case import Case
-from pytest_exportcheck.stages import StageTimeout, stage, time_limit
-from pytest_exportcheck.subject import Subject
 
 EagerFacts = tuple[list[str], list[str], dict[str, tuple[str, ...]]]
 

@@ -169,7 +169,7 @@ def _expand(names: list[str], aliases: dict[str, tuple[str, ...]]) -> set[str]:
 
 def header_lines(target: str, argv: list[str], seed: int, yaml_dir: Path) -> list[str]:
     """The file's opening comment: how it was made, and that its expectations need review."""
-    from pytest_exportcheck.compat import torch_version  # metadata only, no torch import
+    from pytest_exportcheck.spec.compat import torch_version  # metadata only, no torch import
 
     command = shlex.join(["python", "-m", "pytest_exportcheck", *argv])
     lines = [

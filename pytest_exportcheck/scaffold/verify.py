@@ -34,9 +34,9 @@ from typing import Any
 
 from pytest_exportcheck.api.results import ItemResult
 from pytest_exportcheck.capture.record import CaptureRecord
-from pytest_exportcheck.case_run import CaseRun
 from pytest_exportcheck.checks.consistency import consistency_table, differing_rows
 from pytest_exportcheck.checks.differences import classify, unread_state
+from pytest_exportcheck.items.case_run import CaseRun
 from pytest_exportcheck.scaffold.observe import quiet_torch
 from pytest_exportcheck.scaffold.render import Amendment, Amendments, match_pattern
 from pytest_exportcheck.spec.case import Case

@@ -6,7 +6,6 @@ Errors are kept per case: one broken case must not hide the others of its file.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import json
 import re
 from dataclasses import dataclass
@@ -17,7 +16,6 @@ from typing import Any
 
 import yaml
 
-from pytest_exportcheck.shown import shorten
 from pytest_exportcheck.spec.case import (
     ALL_CHECKS,
     DEFAULT_CAPTURES,
@@ -35,8 +33,10 @@ from pytest_exportcheck.spec.case import (
 )
 from pytest_exportcheck.spec.dynamic import DynamicSpec, parse_dynamic, tensor_paths
 from pytest_exportcheck.spec.errors import SpecError
+from pytest_exportcheck.spec.messages import boolean_keys, to_spec_error
 from pytest_exportcheck.spec.requirements import requirement_problems
 from pytest_exportcheck.spec.semantics import MAX_TENSOR_ELEMENTS, semantic_errors
+from pytest_exportcheck.spec.shown import shorten
 from pytest_exportcheck.spec.versions import (
     Unmet,
     applies,
@@ -134,7 +134,7 @@ def load_case_file(
         and not _is_case_name_error(e)
     ]
     if file_errors:
-        raise _to_spec_error(_best(file_errors), document, path)
+        raise to_spec_error(_best(file_errors), document, path)
 
     cases = document["cases"]
     loaded: list[LoadedCase] = []
@@ -162,7 +162,7 @@ def load_case_file(
             continue
         case_errors = [e for e in errors if list(e.absolute_path)[:2] == ["cases", name]]
         if case_errors:
-            error = _to_spec_error(_best(case_errors), document, path)
+            error = to_spec_error(_best(case_errors), document, path)
             loaded.append(LoadedCase(name, line, error=error))
             continue
         problems, resolved = _problems(raw, max_elements)
@@ -188,7 +188,7 @@ def case_from_mapping(
     """
     errors = list(_case_validator().iter_errors(raw))
     if errors:
-        raise SpecError(_to_spec_error(_best(errors), raw, path).message, path, line)
+        raise SpecError(to_spec_error(_best(errors), raw, path).message, path, line)
     problems, resolved = _problems(raw, max_elements)
     if problems:
         raise SpecError(problems[0][0], path, line)
@@ -197,31 +197,9 @@ def case_from_mapping(
 
 def _problems(raw: dict[str, Any], max_elements: int) -> tuple[list[Any], dict[str, Any]]:
     """What the schema cannot say about a case, and the case as the installed torch sees it."""
-    problems = [*_boolean_keys(raw, []), *specifier_problems(raw), *requirement_problems(raw)]
+    problems = [*boolean_keys(raw, []), *specifier_problems(raw), *requirement_problems(raw)]
     resolved = raw if problems else resolve_when(raw)
     return problems or semantic_errors(resolved, max_elements), resolved
-
-
-def _boolean_keys(value: Any, where: list[Any]) -> list[tuple[str, list[Any]]]:
-    """Keys YAML 1.1 read as booleans: ``kwargs: {on: 1}`` reached forward as
-    ``**{True: 1}``, and its TypeError was blamed on the model."""
-    found: list[tuple[str, list[Any]]] = []
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if isinstance(key, bool):
-                found.append(
-                    (
-                        f"{_render_path(where) if where else 'the case'}: a key here reads as "
-                        f"{key}: YAML 1.1 reads unquoted on/off/yes/no/true/false as "
-                        "booleans; quote it ('on': ...)",
-                        [*where, key],
-                    )
-                )
-            found += _boolean_keys(item, [*where, key])
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            found += _boolean_keys(item, [*where, index])
-    return found
 
 
 @cache
@@ -239,53 +217,6 @@ def _best(errors: list[Any]) -> Any:
     import jsonschema
 
     return jsonschema.exceptions.best_match(errors)
-
-
-def _to_spec_error(error: Any, document: Any, path: Path) -> SpecError:
-    """Turn a jsonschema error into a message a case author can act on."""
-    where = list(error.absolute_path)
-    dotted = _render_path(where)
-    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-        known = sorted(error.schema.get("properties", {}))
-        unknown = [k for k in error.instance if k not in known]
-        if unknown:
-            key = unknown[0]
-            hint = difflib.get_close_matches(str(key), known, n=1)
-            did_you_mean = f" (did you mean {hint[0]!r}?)" if hint else ""
-            message = (
-                f"unknown key {shorten(repr(key))} in {shorten(dotted)}{did_you_mean}; "
-                f"allowed: {', '.join(known)}"
-            )
-            return SpecError(message, path, line_of(document, [*where, key]))
-    if error.validator == "enum":
-        allowed = ", ".join(str(v) for v in error.validator_value)
-        message = f"{shorten(dotted)}: {shorten(repr(error.instance))} is not one of: {allowed}"
-        return SpecError(message, path, line_of(document, where))
-    message = f"{shorten(dotted)}: {shorten(error.message, 300)}"
-    if error.validator == "type" and _reads_as_float(error.instance):
-        message += (
-            f" (YAML 1.1 reads {error.instance} as a string: a float needs a dot and a signed "
-            "exponent, e.g. 1.0e-5)"
-        )
-    return SpecError(message, path, line_of(document, where))
-
-
-def _reads_as_float(value: Any) -> bool:
-    if not isinstance(value, str):
-        return False
-    try:
-        float(value)
-    except ValueError:
-        return False
-    return True
-
-
-def _render_path(where: list[Any]) -> str:
-    """``['cases', 'lm', 'inputs', 'args', 0]`` → ``cases.lm.inputs.args[0]``."""
-    rendered = ""
-    for step in where:
-        rendered += f"[{step}]" if isinstance(step, int) else f".{step}"
-    return rendered.lstrip(".") or "<top level>"
 
 
 def _build_case(

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
 
-from pytest_exportcheck import compat
+from pytest_exportcheck.spec import compat
 from pytest_exportcheck.spec.yaml_lines import LineDict
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ import json
 import pytest
 from hostilekit import hostile_case, write_hostile
 
-from pytest_exportcheck.compat import torch_minor
+from pytest_exportcheck.spec.compat import torch_minor
 
 RECORDING = "cases/hostile.recorded.json"
 CHECKS = {"captures": "[export]", "checks": "[parity, recorded]"}
@@ -93,7 +93,7 @@ def test_a_recording_that_cannot_be_written_is_named_and_fails_the_run(
     hostile.makeconftest(
         """
         import errno
-        from pytest_exportcheck import recording
+        from pytest_exportcheck.recordings import recording
 
         def full_disk(path, text):
             raise OSError(errno.ENOSPC, "No space left on device")

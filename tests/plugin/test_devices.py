@@ -7,8 +7,8 @@ import re
 import pytest
 from casekit import MLP_CASE, write_cases
 
-from pytest_exportcheck.devices import SIMULATE_ENV
-from pytest_exportcheck.gpu_sharing import SIMULATE_FREE_ENV
+from pytest_exportcheck.model.devices import SIMULATE_ENV
+from pytest_exportcheck.parallel.gpu_sharing import SIMULATE_FREE_ENV
 
 # Names no machine has, so their items skip on a machine with GPUs too.
 GPU_BOX = "cpu,cuda:96,cuda:97"

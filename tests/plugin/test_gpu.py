@@ -96,9 +96,9 @@ def test_workers_share_the_gpu_by_default(project: pytest.Pytester) -> None:
 def test_gpu_memory_is_handed_back_once_a_capture_is_released(project: pytest.Pytester) -> None:
     from pytest_exportcheck.capture import capture
     from pytest_exportcheck.checks.parity import check_parity
-    from pytest_exportcheck.devices import free_memory
+    from pytest_exportcheck.model.devices import free_memory
+    from pytest_exportcheck.model.subject import Subject
     from pytest_exportcheck.spec import load_case_file
-    from pytest_exportcheck.subject import Subject
 
     write_cases(project, MLP_CASE)
     (entry,) = load_case_file(project.path / "cases" / "main.yaml")

@@ -125,7 +125,7 @@ def test_call_counts_must_match_eager(project: pytest.Pytester) -> None:
     inject(
         project,
         """
-        from pytest_exportcheck.call_counts import CallCounts
+        from pytest_exportcheck.model.call_counts import CallCounts
         counted = record.subject.call_counts
         record.subject.__dict__["call_counts"] = CallCounts({**counted.calls, "lin": 3})
         """,

@@ -8,7 +8,7 @@ import pytest
 from casekit import RECORDED_CASES as TWO_CASES
 from casekit import write_cases
 
-from pytest_exportcheck.compat import torch_minor
+from pytest_exportcheck.spec.compat import torch_minor
 
 RECORDING = "cases/main.recorded.json"
 

@@ -13,8 +13,8 @@ import pytest
 from casekit import RECORDED_CASES, write_cases
 from packaging.version import Version
 
-from pytest_exportcheck import compat
-from pytest_exportcheck.compat import torch_minor
+from pytest_exportcheck.spec import compat
+from pytest_exportcheck.spec.compat import torch_minor
 
 RECORDING = "cases/main.recorded.json"
 SUMMARY = "*exportcheck torch versions*"

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 import pytest
 from casekit import MLP_CASE, write_cases
 
-from pytest_exportcheck.compat import torch_version
+from pytest_exportcheck.spec.compat import torch_version
 
 MIXED = """
 cases:

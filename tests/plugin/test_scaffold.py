@@ -18,8 +18,8 @@ import pytest
 import yaml
 
 from pytest_exportcheck.__main__ import main
-from pytest_exportcheck.compat import satisfies, torch_version
 from pytest_exportcheck.spec import load_case_file
+from pytest_exportcheck.spec.compat import satisfies, torch_version
 from pytest_exportcheck.spec.load import case_schema
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_exportcheck.compat import torch_minor
 from pytest_exportcheck.reports import merge
+from pytest_exportcheck.spec.compat import torch_minor
 
 CORPUS = Path(__file__).parents[2] / "cases"
 SAME = ("outcome", "stage", "message", "reason", "case", "check", "capture", "device")

@@ -64,7 +64,7 @@ def test_a_test_importing_it_after_the_cases_ran_gets_the_same_classes(
         test_user="""
         def test_user(request):
             import shared_models  # after the YAML items: their module, not a second copy
-            from pytest_exportcheck.targets import resolve_target
+            from pytest_exportcheck.model.targets import resolve_target
 
             net = resolve_target("shared_models.py:Net", request.config.rootpath / "cases")
             assert net is shared_models.Net

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from casekit import write_cases
 
-from pytest_exportcheck import compat
+from pytest_exportcheck.spec import compat
 
 MLP_EXPORT = """
           - {name: p_fc1_weight, kind: parameter, target: fc1.weight}

@@ -9,7 +9,7 @@ import re
 import pytest
 from casekit import MLP_CASE, write_cases
 
-from pytest_exportcheck.worker_threads import USER_SETTINGS
+from pytest_exportcheck.parallel.worker_threads import USER_SETTINGS
 
 MIXED = """
 cases:

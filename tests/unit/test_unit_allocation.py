@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pytest_exportcheck.allocation import HugeTensorError, refusing_huge_tensors
+from pytest_exportcheck.containment.allocation import HugeTensorError, refusing_huge_tensors
 
 
 @pytest.mark.parametrize(

@@ -201,8 +201,8 @@ def test_the_given_subject_sets_what_a_built_subject_sets() -> None:
     # Subject.__init__ is replaced, not extended: a field it gains must be set here too.
     from pytest_exportcheck.api import make_case
     from pytest_exportcheck.api.given import GivenSubject
+    from pytest_exportcheck.model.subject import Subject
     from pytest_exportcheck.spec import ModelSpec
-    from pytest_exportcheck.subject import Subject
 
     case, _ = make_case(Mlp(), path=HERE, line=1)
     built = Subject(

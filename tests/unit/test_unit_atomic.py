@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pytest_exportcheck.atomic import stale_note, write_atomically
+from pytest_exportcheck.recordings.atomic import stale_note, write_atomically
 
 GONE = 2**22 + 7  # above Linux's largest pid: no such process
 

@@ -5,7 +5,7 @@ import textwrap
 import pytest
 import torch
 
-from pytest_exportcheck.build import (
+from pytest_exportcheck.model.build import (
     BuildError,
     build_inputs,
     build_model,

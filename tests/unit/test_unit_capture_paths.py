@@ -18,10 +18,10 @@ from pytest_exportcheck.capture import PATHS, capture
 from pytest_exportcheck.capture.dynamo import _legacy_spelling, _source_spelling
 from pytest_exportcheck.capture.record import STATE_KINDS, CaptureRecord, tensor_at
 from pytest_exportcheck.checks.signature import check_signature, tensor_identity
-from pytest_exportcheck.compat import dynamo_graph_capture
-from pytest_exportcheck.failures import CaptureError
+from pytest_exportcheck.containment.failures import CaptureError
+from pytest_exportcheck.model.subject import Subject
 from pytest_exportcheck.spec import load_case_file
-from pytest_exportcheck.subject import Subject
+from pytest_exportcheck.spec.compat import dynamo_graph_capture
 
 HAS_DYNAMO = dynamo_graph_capture() is not None
 

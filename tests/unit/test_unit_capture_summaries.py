@@ -9,13 +9,13 @@ import torch
 from casekit import load_case
 
 from pytest_exportcheck.capture import capture
-from pytest_exportcheck.capture_summaries import LeftOut, SummaryHandoff, hand_on
 from pytest_exportcheck.checks.consistency import CaptureSummary, summarize
 from pytest_exportcheck.checks.signature import check_signature
-from pytest_exportcheck.failures import CaptureError
-from pytest_exportcheck.item_run import Failed, compare_captures
+from pytest_exportcheck.containment.failures import CaptureError, Failed
+from pytest_exportcheck.items.capture_summaries import LeftOut, SummaryHandoff, hand_on
+from pytest_exportcheck.items.item_run import compare_captures
+from pytest_exportcheck.model.subject import Subject
 from pytest_exportcheck.spec import Case
-from pytest_exportcheck.subject import Subject
 
 CASE = """
 cases:

@@ -6,7 +6,7 @@ import torch
 
 from pytest_exportcheck.checks.call_rng import rng_state, under_rng
 from pytest_exportcheck.checks.child_outputs import compare_child_outputs
-from pytest_exportcheck.compare_values import DEFAULT
+from pytest_exportcheck.comparison.compare_values import DEFAULT
 
 
 def compare(eager: object, unflat: object) -> tuple[list[str], list[str]]:

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from pytest_exportcheck.compare_values import (
+from pytest_exportcheck.comparison.compare_values import (
     DEFAULT_TOLERANCES,
     EXACT,
     Tolerance,

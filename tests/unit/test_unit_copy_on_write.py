@@ -9,9 +9,9 @@ from torch import nn
 
 from pytest_exportcheck.capture.record import Resettable
 from pytest_exportcheck.checks.signature import tensor_identity
-from pytest_exportcheck.copy_on_write import WriteMark, is_shared, lazily_copyable, same_bytes
-from pytest_exportcheck.frozen_values import bit_identical
-from pytest_exportcheck.isolation import private_copy
+from pytest_exportcheck.model.copy_on_write import WriteMark, is_shared, lazily_copyable, same_bytes
+from pytest_exportcheck.model.frozen_values import bit_identical
+from pytest_exportcheck.model.isolation import private_copy
 
 MIB = 1 << 20
 

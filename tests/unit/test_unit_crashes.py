@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_exportcheck.crashes import Breadcrumb, Crash, CrashLog, WorkerCrash
+from pytest_exportcheck.containment.crashes import Breadcrumb, Crash, CrashLog, WorkerCrash
 
 SUBJECT = ("cases/a.yaml", "lm", "cpu")
 CAPTURE = (*SUBJECT, "dynamo")

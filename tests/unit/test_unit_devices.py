@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_exportcheck.devices import (
+from pytest_exportcheck.model.devices import (
     SIMULATE_ENV,
     DeviceError,
     discover,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_exportcheck.drift import Drift, drifts, group
+from pytest_exportcheck.recordings.drift import Drift, drifts, group
 
 W = ["p_lin_weight", "parameter", "lin.weight"]
 B = ["p_lin_bias", "parameter", "lin.bias"]

@@ -6,7 +6,11 @@ import pytest
 import torch
 from torch import nn
 
-from pytest_exportcheck.failures import CaptureError, capture_error, capture_failure_kind
+from pytest_exportcheck.containment.failures import (
+    CaptureError,
+    capture_error,
+    capture_failure_kind,
+)
 
 
 class DataDependentBranch(nn.Module):

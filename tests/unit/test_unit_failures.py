@@ -8,7 +8,7 @@ import traceback
 
 import pytest
 
-from pytest_exportcheck.failures import (
+from pytest_exportcheck.containment.failures import (
     CaseError,
     CheckFailure,
     describe_exception,

@@ -13,9 +13,9 @@ from casekit import load_case
 from pytest_exportcheck.capture import capture
 from pytest_exportcheck.capture.record import CaptureRecord, tensor_at
 from pytest_exportcheck.checks.signature import check_signature
-from pytest_exportcheck.compat import dynamo_graph_capture, satisfies
-from pytest_exportcheck.forward_defaults import forward_defaults
-from pytest_exportcheck.subject import Subject
+from pytest_exportcheck.model.forward_defaults import forward_defaults
+from pytest_exportcheck.model.subject import Subject
+from pytest_exportcheck.spec.compat import dynamo_graph_capture, satisfies
 
 CASE = """
 cases:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 
 from pytest_exportcheck.capture.record import Resettable
-from pytest_exportcheck.frozen_values import FrozenValues, bit_identical
-from pytest_exportcheck.isolation import snapshot_state
+from pytest_exportcheck.model.frozen_values import FrozenValues, bit_identical
+from pytest_exportcheck.model.isolation import snapshot_state
 
 # --- bit_identical --------------------------------------------------------------------------
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from pytest_exportcheck.failures import CheckFailure, Info, Note
-from pytest_exportcheck.gaps import Gap, as_property, from_property, gaps_of, strict_findings
+from pytest_exportcheck.containment.failures import CheckFailure, Info, Note
+from pytest_exportcheck.items.gaps import Gap, as_property, from_property, gaps_of, strict_findings
 from pytest_exportcheck.reports.compare_runs import compare, gap_diff
 from pytest_exportcheck.reports.gap_summary import render_text, summarize
 from pytest_exportcheck.reports.matrix import build

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_exportcheck.gpu_sharing import (
+from pytest_exportcheck.parallel.gpu_sharing import (
     GIB,
     Cap,
     SharingError,

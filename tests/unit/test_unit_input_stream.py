@@ -14,9 +14,9 @@ import textwrap
 import pytest
 import torch
 
-from pytest_exportcheck.build import build_inputs, input_seed
+from pytest_exportcheck.model.build import build_inputs, input_seed
+from pytest_exportcheck.model.subject import Subject
 from pytest_exportcheck.spec import load_case_file
-from pytest_exportcheck.subject import Subject
 
 # The constructor draws random numbers the first time only, as a model does whose
 # first construction imports a module that draws at import.

@@ -5,7 +5,7 @@ from collections import namedtuple
 import torch
 from torch.utils import _pytree as pytree
 
-from pytest_exportcheck.isolation import (
+from pytest_exportcheck.model.isolation import (
     clone_tree,
     flat_inputs,
     private_copy,
@@ -208,7 +208,7 @@ def test_seeded_gives_the_callers_rng_state_back():
 
     import numpy
 
-    from pytest_exportcheck.isolation import seeded
+    from pytest_exportcheck.model.isolation import seeded
 
     torch.manual_seed(123)
     random.seed(123)
@@ -225,7 +225,7 @@ def test_seeded_gives_the_callers_rng_state_back():
 
 
 def test_seed_torch_gives_the_stream_torch_manual_seed_gives():
-    from pytest_exportcheck.isolation import seed_torch
+    from pytest_exportcheck.model.isolation import seed_torch
 
     torch.manual_seed(7)
     expected = torch.rand(4)
@@ -234,7 +234,7 @@ def test_seed_torch_gives_the_stream_torch_manual_seed_gives():
 
 
 def test_seed_torch_leaves_seeding_to_torch_where_an_accelerator_is_available(monkeypatch):
-    from pytest_exportcheck import isolation
+    from pytest_exportcheck.model import isolation
 
     calls = []
     monkeypatch.setattr(isolation, "_accelerator_available", lambda: True)
@@ -244,7 +244,7 @@ def test_seed_torch_leaves_seeding_to_torch_where_an_accelerator_is_available(mo
 
 
 def test_seed_torch_seeds_only_the_cpu_generator_where_none_is(monkeypatch):
-    from pytest_exportcheck import isolation
+    from pytest_exportcheck.model import isolation
 
     calls = []
     monkeypatch.setattr(isolation, "_accelerator_available", lambda: False)

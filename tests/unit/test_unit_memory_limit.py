@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_exportcheck import memory_limit
+from pytest_exportcheck.containment import memory_limit
 
 
 @pytest.mark.parametrize("text", ["", "0", "  "])
@@ -53,7 +53,7 @@ def test_the_machine_memory_is_read_where_linux_gives_it() -> None:
 
 
 def test_the_limit_files_follow_this_process_cgroup_and_its_ancestors(tmp_path: Path) -> None:
-    from pytest_exportcheck.memory_limit import cgroup_limit_files
+    from pytest_exportcheck.containment.memory_limit import cgroup_limit_files
 
     listed = tmp_path / "cgroup"
     listed.write_text("4:memory:/ci/job7\n3:cpu:/ci/job7\n0::/user.slice/run-1.scope\n")

@@ -13,9 +13,9 @@ import pytest
 from pytest_exportcheck.capture import capture
 from pytest_exportcheck.capture.moved import move_capture
 from pytest_exportcheck.checks.moved import check_moved
-from pytest_exportcheck.failures import CaptureError
+from pytest_exportcheck.containment.failures import CaptureError
+from pytest_exportcheck.model.subject import Subject
 from pytest_exportcheck.spec import load_case_file
-from pytest_exportcheck.subject import Subject
 
 MODEL = """
 import torch

@@ -3,7 +3,12 @@
 import pytest
 import torch
 
-from pytest_exportcheck.compare_values import OWN_SCALE, Tolerance, compare_trees, own_scale
+from pytest_exportcheck.comparison.compare_values import (
+    OWN_SCALE,
+    Tolerance,
+    compare_trees,
+    own_scale,
+)
 
 
 def float64_of(want: torch.Tensor):

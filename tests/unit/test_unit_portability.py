@@ -8,9 +8,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from pytest_exportcheck.portability import move_strays, stray_tensors
+from pytest_exportcheck.model.portability import move_strays, stray_tensors
+from pytest_exportcheck.model.subject import Subject
 from pytest_exportcheck.spec import load_case_file
-from pytest_exportcheck.subject import Subject
 
 
 class Holder(nn.Module):

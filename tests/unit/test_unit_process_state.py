@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from torch.nn.modules import module
 
-from pytest_exportcheck.process_state import restore_changed, snapshot
+from pytest_exportcheck.containment.process_state import restore_changed, snapshot
 
 
 def test_a_global_hook_a_model_left_is_removed_and_named() -> None:

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from pytest_exportcheck.capture.program_copies import ProgramCopies, program_tensors
-from pytest_exportcheck.frozen_values import bit_identical
+from pytest_exportcheck.model.frozen_values import bit_identical
 
 
 class Stateful(nn.Module):

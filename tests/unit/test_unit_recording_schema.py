@@ -11,7 +11,7 @@ import jsonschema
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_exportcheck.recording_schema import _schema, plainly_valid, shape_problem
+from pytest_exportcheck.recordings.recording_schema import _schema, plainly_valid, shape_problem
 
 CASES = Path(__file__).parents[2] / "cases"
 VALIDATOR = jsonschema.Draft202012Validator(_schema())

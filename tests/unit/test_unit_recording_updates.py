@@ -7,8 +7,8 @@ import json
 import threading
 from pathlib import Path
 
-from pytest_exportcheck.atomic import locked_directory
-from pytest_exportcheck.recording import Recording, RecordingStore, _show, recording_path
+from pytest_exportcheck.recordings.atomic import locked_directory
+from pytest_exportcheck.recordings.recording import Recording, RecordingStore, _show, recording_path
 
 CASES = """
 cases:

@@ -17,7 +17,7 @@ import yaml
 
 from pytest_exportcheck.__main__ import main
 from pytest_exportcheck.api.results import ItemResult
-from pytest_exportcheck.compare_values import Tolerance
+from pytest_exportcheck.comparison.compare_values import Tolerance
 from pytest_exportcheck.scaffold.command import add_arguments, case_mapping, load_case
 from pytest_exportcheck.scaffold.errors import ScaffoldError, condense
 from pytest_exportcheck.scaffold.inputs import (

@@ -8,11 +8,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_exportcheck.crashes import Breadcrumb, CrashLog
-from pytest_exportcheck.gpu_sharing import PEAK_CACHE_KEY, SIMULATE_FREE_ENV
-from pytest_exportcheck.scheduler import DeviceAwareScheduling, prerequisites, unit_of
-from pytest_exportcheck.unit_durations import CACHE_KEY as DURATIONS_KEY
-from pytest_exportcheck.unit_durations import UNKNOWN_SECONDS, Estimates
+from pytest_exportcheck.containment.crashes import Breadcrumb, CrashLog
+from pytest_exportcheck.parallel.gpu_sharing import PEAK_CACHE_KEY, SIMULATE_FREE_ENV
+from pytest_exportcheck.parallel.scheduler import DeviceAwareScheduling, prerequisites, unit_of
+from pytest_exportcheck.parallel.unit_durations import CACHE_KEY as DURATIONS_KEY
+from pytest_exportcheck.parallel.unit_durations import UNKNOWN_SECONDS, Estimates
 
 CHECKS = ("signature", "hierarchy", "mutation", "parity")
 CAPTURES = ("export", "export-strict", "dynamo")

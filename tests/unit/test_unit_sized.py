@@ -12,7 +12,7 @@ from torch.export import Dim
 
 from pytest_exportcheck.checks.signal import no_signal, shape_signal
 from pytest_exportcheck.checks.sized import SizedLeaf, sized_leaves
-from pytest_exportcheck.compare_values import Tolerance
+from pytest_exportcheck.comparison.compare_values import Tolerance
 
 
 class Outputs(nn.Module):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_exportcheck.targets import TargetError, resolve_callable, resolve_target
+from pytest_exportcheck.model.targets import TargetError, resolve_callable, resolve_target
 
 # Importable targets never look at the base dir.
 UNUSED_BASE_DIR = Path("/nonexistent-base-dir")

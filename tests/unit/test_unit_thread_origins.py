@@ -10,8 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import torch.utils._functools as torch_functools
 
-from pytest_exportcheck.process_state import LeakedState, kept
-from pytest_exportcheck.thread_origins import origin_of, recording_origins
+from pytest_exportcheck.containment.process_state import LeakedState, kept
+from pytest_exportcheck.containment.thread_origins import origin_of, recording_origins
 
 
 @pytest.fixture

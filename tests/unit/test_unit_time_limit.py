@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_exportcheck import stages
-from pytest_exportcheck.stages import StageTimeout, time_limit
+from pytest_exportcheck.containment import stages
+from pytest_exportcheck.containment.stages import StageTimeout, time_limit
 
 
 def busy(seconds: float) -> None:

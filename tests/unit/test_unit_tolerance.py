@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from pytest_exportcheck.compare_values import compare_trees
-from pytest_exportcheck.tolerance import Override, Tolerance
+from pytest_exportcheck.comparison.compare_values import compare_trees
+from pytest_exportcheck.comparison.tolerance import Override, Tolerance
 
 
 def only(problems: list[str]) -> str:

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from pytest_exportcheck import compat
-from pytest_exportcheck.spec import load_case_file
+from pytest_exportcheck.spec import compat, load_case_file
 
 CASE = """
 cases:
@@ -108,7 +107,7 @@ def test_the_installed_version_comes_from_metadata_without_importing_torch() -> 
     import sys
 
     code = (
-        "import sys; from pytest_exportcheck import compat; v = compat.torch_version(); "
+        "import sys; from pytest_exportcheck.spec import compat; v = compat.torch_version(); "
         "assert 'torch' not in sys.modules, 'torch imported'; print(compat.torch_minor())"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

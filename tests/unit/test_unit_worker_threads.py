@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 import torch
 
-from pytest_exportcheck import worker_threads
+from pytest_exportcheck.parallel import worker_threads
 
 
 @pytest.mark.parametrize(

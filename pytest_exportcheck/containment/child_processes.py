@@ -1,0 +1,82 @@
+"""Processes a model starts and leaves running, and forks that return into the session.
+
+``subprocess.Popen("sleep 1000", ...)`` in forward outlives the item, the case and
+the run; ``os.fork()`` without an exit in the child runs the rest of the session
+twice, interleaving two outputs. Neither was named. So around each item:
+
+- the children this process has (Linux: ``/proc/<pid>/task/*/children``) are read
+  before and after; one started during the item and still running is named in the
+  item's failure (with its command line). torch's own workers (Inductor's compile
+  pool) are not the case's;
+- a process whose pid is not the one the item started in is a fork that came back
+  from forward: it ends itself at once, saying so, before it runs anything more.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+
+from pytest_exportcheck.containment.stages import end_process
+
+_TORCHS = ("torch/_inductor", "torch._inductor")
+
+
+def children() -> set[int]:
+    """This process's child pids (empty where /proc does not list them)."""
+    found: set[int] = set()
+    tasks = f"/proc/{os.getpid()}/task"
+    try:
+        names = os.listdir(tasks)
+    except OSError:
+        return found
+    for task in names:
+        with suppress(OSError, ValueError), open(f"{tasks}/{task}/children") as listed:
+            found.update(int(pid) for pid in listed.read().split())
+    return found
+
+
+def started_and_running(before: set[int]) -> list[str]:
+    """Children not in ``before``, still running and not torch's own, each described."""
+    described = []
+    for pid in sorted(children() - before):
+        command = _command(pid)
+        if command is None or any(mark in command for mark in _TORCHS):
+            continue  # gone (or a zombie) by now, or torch's worker
+        described.append(f"pid {pid} ({command[:80]})")
+    if not described:
+        return []
+    shown = ", ".join(described[:3]) + (" ..." if len(described) > 3 else "")
+    return [f"{len(described)} child process(es) left running: {shown} (not stopped)"]
+
+
+def _command(pid: int) -> str | None:
+    """The running process's command line; None if it is gone or a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            state = stat.read().rsplit(")", 1)[1].split()[0]
+        if state in ("Z", "X"):
+            return None
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return cmdline.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+    except (OSError, IndexError):
+        return None
+
+
+@contextmanager
+def no_returning_fork(location: str) -> Iterator[None]:
+    """End a fork of this process that leaves the block (the parent goes on)."""
+    pid = os.getpid()
+    try:
+        yield
+    finally:
+        if os.getpid() != pid:
+            sys.stdout.flush()
+            end_process(
+                f"{location}: a process forked in the model's code (pid {os.getpid()}, a "
+                f"copy of {pid}) came back into the test session instead of exiting; it "
+                "would run the rest of the session a second time",
+                the_sessions=False,
+            )

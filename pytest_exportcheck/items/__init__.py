@@ -1,0 +1,10 @@
+"""Collection and the item loop, for pytest and the Python API alike.
+
+Case file -> case node -> items (``collect.py``), how one item runs (``item_run.py``),
+every item of one case in-process (``case_run.py``), the per-process session with its
+caches (``session.py``), item names, option values checked at configure time, and the
+hand-off of capture summaries between xdist workers.
+
+May import every folder below it: ``checks/``, ``capture/``, ``model/``, ``containment/``,
+``recordings/``, ``parallel/``, ``spec/``.
+"""

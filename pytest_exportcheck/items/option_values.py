@@ -1,0 +1,80 @@
+"""The values of the plugin's options and ini settings, checked once at configure time:
+a bad value is pytest's usage error naming it and the range allowed, never a crash later
+(``plugin.py`` declares the options; this module reads them)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_exportcheck.containment.stages import MAX_TIMEOUT_SECONDS
+
+
+def whole_number(config: pytest.Config, name: str) -> int:
+    """An ini setting that must be a whole number (``exportcheck_cache_size``, ...)."""
+    value = config.getini(name)
+    try:
+        return int(value)
+    except ValueError:
+        raise pytest.UsageError(f"{name} must be a whole number, not {value!r}") from None
+
+
+def resolved_argument(arg: str) -> Path:
+    """A command-line path, resolved; a symlink loop is refused as pytest refuses a path
+    that does not exist (resolving it would raise deep inside the configuration)."""
+    path = Path(arg.split("::")[0])
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        raise pytest.UsageError(
+            f"file or directory not found: {arg} (a symlink loop: it never reaches a file)"
+        ) from None
+
+
+def seconds(value: Any) -> float:
+    """``--exportcheck-timeout`` / ``exportcheck_timeout``: finite seconds, 0 for no limit
+    (inf, nan or a negative number would each mean "no limit" without saying so)."""
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds < 0 or seconds > MAX_TIMEOUT_SECONDS:
+        raise pytest.UsageError(
+            f"--exportcheck-timeout / exportcheck_timeout must be a number of seconds from 0 "
+            f"(no limit) to {MAX_TIMEOUT_SECONDS}, not {value!r}"
+        )
+    return seconds
+
+
+def check_gpu_sharing(config: pytest.Config) -> None:
+    """Bad sharing settings are usage errors now, not a scheduler crash under xdist."""
+    from pytest_exportcheck.parallel.gpu_sharing import (
+        SharingError,
+        parse_size,
+        requested_workers_per_gpu,
+    )
+
+    try:
+        requested_workers_per_gpu(config)
+        size = config.getini("exportcheck_gpu_memory_per_worker")
+        if size.strip():
+            parse_size(size)
+    except SharingError as exc:
+        raise pytest.UsageError(f"--exportcheck-gpu-workers / exportcheck_gpu_*: {exc}") from None
+
+
+def memory_limit(config: pytest.Config) -> tuple[int | None, bool]:
+    """``--exportcheck-memory-limit`` / ``exportcheck_memory_limit`` in bytes (None: none),
+    and whether it is the default derived from the machine (neither was given)."""
+    from pytest_exportcheck.containment.memory_limit import derived, parse
+
+    text = config.getoption("exportcheck_memory_limit") or config.getini("exportcheck_memory_limit")
+    if not str(text).strip():
+        return derived(), True
+    try:
+        return parse(str(text)), False
+    except ValueError as exc:
+        raise pytest.UsageError(f"--exportcheck-memory-limit / {exc}") from None
