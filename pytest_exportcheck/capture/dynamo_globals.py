@@ -15,7 +15,7 @@ caches. Measured in plain torch, strict export of AlexNet in a function, then
   ``torch._dynamo.reset()`` frees (877 to 644 MB).
 
 So each capture notes the compiled-graph globals it added (:func:`noting`); when
-the session drops the capture, they are removed (:func:`remove`), and once a
+the session drops the capture, they let go of their graphs (:func:`remove`), and once a
 case is done Dynamo starts afresh (:func:`reset_dynamo`), as in a new process.
 A global is removed only with the capture that added it: another capture alive
 may still run code that reads its own.
@@ -59,10 +59,14 @@ def noting() -> Iterator[list[Global]]:
 
 
 def remove(found: list[Global]) -> None:
+    """Let go of what each global holds. The name stays, bound to None: where Dynamo
+    did register a cleanup for it (a weak reference to the traced object), that cleanup
+    deletes the name later, and would raise KeyError (an unraisable-exception warning
+    in the run) had the name gone first."""
     for module_name, key in found:
         module = sys.modules.get(module_name)
-        if module is not None:
-            vars(module).pop(key, None)
+        if module is not None and key in vars(module):
+            vars(module)[key] = None
 
 
 def reset_dynamo() -> None:
