@@ -93,10 +93,6 @@ def header_lines(config: pytest.Config) -> list[str]:
     return [f"exportcheck: not supervised ({reason}): a model that ends the process ends the run"]
 
 
-def is_supervised() -> bool:
-    return _channel is not None
-
-
 def last_words(message: str) -> None:
     """Tell the parent why this process is about to end on purpose (no-op unsupervised)."""
     _send(_FATAL + " ".join(message.split()))
@@ -107,7 +103,9 @@ class _ChildReports:
     def pytest_runtest_logstart(self, nodeid: str) -> None:
         _send(_ITEM + nodeid)
 
-    @pytest.hookimpl(trylast=True)
+    # First among the unconfigure hooks: the session's ends the process with os._exit
+    # where a thread it could not detach would keep it alive, and the summary is out.
+    @pytest.hookimpl(tryfirst=True)
     def pytest_unconfigure(self) -> None:
         _send(_END)
 
