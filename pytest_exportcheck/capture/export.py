@@ -36,7 +36,8 @@ from pytest_exportcheck.capture.record import (
 )
 from pytest_exportcheck.capture.torch_logs import kept_torch_logs, logged_lines
 from pytest_exportcheck.containment.failures import describe_exception
-from pytest_exportcheck.model.isolation import private_copy, quiet_torch_internals
+from pytest_exportcheck.model.isolation import held_tensors, private_copy, quiet_torch_internals
+from pytest_exportcheck.model.resharing import ShareKeeper
 from pytest_exportcheck.model.subject import Subject
 from pytest_exportcheck.spec.compat import parameters_to_mutate
 
@@ -48,6 +49,9 @@ def capture_export(subject: Subject, capture: str, *, strict: bool) -> ProgramRe
     model = subject.model_copy()
     args, kwargs = subject.inputs_copy()
     dynamic = declared_dynamic_shapes(subject, model, args, kwargs)
+    # Strict export reads every weight through data_ptr(), unsharing the copy's
+    # bytes from the subject's (resharing.py): shared again once it returns.
+    sharing = ShareKeeper(held_tensors(model))
     started = time.perf_counter()
     try:
         program = torch.export.export(model, args, kwargs, strict=strict, dynamic_shapes=dynamic)
@@ -57,6 +61,7 @@ def capture_export(subject: Subject, capture: str, *, strict: bool) -> ProgramRe
             exc, f"{subject.case.location}: torch.export.export ({mode}) raised", subject
         ) from exc
     seconds = time.perf_counter() - started
+    sharing.put_back()
     return ProgramRecord(
         capture=capture,
         subject=subject,
@@ -139,7 +144,7 @@ class ProgramRecord(CaptureRecord):
             return torch.export.unflatten(private_copy(self.decomposed))
         if label == "saved and loaded":
             with archive_file() as buffer, quiet_torch_internals(), kept_torch_logs():
-                torch.export.save(self.copies.reading(self.program), buffer)
+                torch.export.save(self.copies.saving(self.program), buffer)
                 buffer.seek(0)
                 return torch.export.unflatten(torch.export.load(buffer))
         return self.fresh_unflattened()
@@ -156,7 +161,7 @@ class ProgramRecord(CaptureRecord):
         with archive_file() as buffer:
             try:
                 with quiet_torch_internals(), kept_torch_logs() as logged:
-                    torch.export.save(self.copies.reading(self.program), buffer)
+                    torch.export.save(self.copies.saving(self.program), buffer)
             except Exception as exc:
                 raise serialization_error(exc, "torch.export.save raised", logged) from exc
             buffer.seek(0)

@@ -67,7 +67,7 @@ def lazy_memo(tensors: Iterable[torch.Tensor]) -> dict[Any, Any]:
         storage = tensor.untyped_storage()
         copied = storages.get(storage._cdata)
         if copied is None:
-            copied = _lazy_storage(storage, tensor.device)
+            copied = lazy_storage(storage, tensor.device)
             if copied is None:
                 continue
             storages[storage._cdata] = copied
@@ -99,7 +99,8 @@ def lazily_copyable(tensor: Any) -> bool:
     )
 
 
-def _lazy_storage(storage: torch.UntypedStorage, device: torch.device) -> Any:
+def lazy_storage(storage: torch.UntypedStorage, device: torch.device) -> Any:
+    """A lazy copy of the whole storage, or None where torch cannot make one."""
     whole = torch.empty(0, dtype=torch.uint8, device=device).set_(storage)
     try:
         return _lazy_clone(whole).untyped_storage()  # type: ignore[misc]

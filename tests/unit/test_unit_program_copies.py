@@ -161,8 +161,33 @@ def test_a_copy_keeps_a_placeholder_named_after_a_builtin_and_saves() -> None:
         program = torch.export.export(NamedInput(), (torch.randn(2, 4),))
     copies = ProgramCopies(program)
 
-    for copied in (copies.reading(program), copies.runnable(program)):
+    for copied in (copies.reading(program), copies.saving(program), copies.runnable(program)):
         names = [node.name for node in copied.graph.nodes if node.op == "placeholder"]
         assert names == [spec.arg.name for spec in copied.graph_signature.input_specs]
         assert "input" in names
         torch.export.save(copied, io.BytesIO())  # SpecViolationError for input_1 unfixed
+
+
+def test_saving_a_copy_leaves_the_programs_tensors_sharing_their_bytes() -> None:
+    """torch.export.save reads through data_ptr(), which unshares a copy-on-write tensor:
+    the saving copy's lazy copies take that, and go with the copy."""
+    import io
+
+    from pytest_exportcheck.model.copy_on_write import is_shared
+    from pytest_exportcheck.model.isolation import private_copy
+
+    program = private_copy(exported())  # its tensors share bytes with the export's
+    before = values(program)
+    assert all(is_shared(tensor) for tensor in program_tensors(program))
+    buffer = io.BytesIO()
+    torch.export.save(ProgramCopies(program).saving(program), buffer)
+    assert all(is_shared(tensor) for tensor in program_tensors(program))
+    buffer.seek(0)
+    loaded = torch.export.load(buffer)
+    for tensor, saved, value in zip(
+        program_tensors(program), program_tensors(loaded), before, strict=True
+    ):
+        assert torch.equal(tensor, value) and torch.equal(saved, value)
+
+    torch.export.save(ProgramCopies(program).reading(program), io.BytesIO())
+    assert not any(is_shared(tensor) for tensor in program_tensors(program))  # why it exists
