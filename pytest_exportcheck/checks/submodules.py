@@ -42,6 +42,8 @@ from pytest_exportcheck.containment.failures import Note
 def check_submodules_alone(case: Any, record: Any) -> list[str]:
     """Findings (and notes) of every eager submodule call replayed on ``unflatten(ep)``."""
     subject = record.subject
+    if next(subject.pristine_model.children(), None) is None:
+        return []  # the root is all there is, and the outputs check runs it
     if subject.eager.mutated_state:
         return [
             Note(

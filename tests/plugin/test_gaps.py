@@ -266,3 +266,24 @@ def test_the_exportcheck_fixtures_items_carry_their_gaps_too(
     )
     doc = json.loads((project.path / "report.json").read_text())
     assert doc["gaps"] == {"items": 1, "gaps": 1, "by_check": {"hierarchy": 1}}
+
+
+def test_a_model_without_submodules_has_none_to_run_alone_and_no_gap(
+    project: pytest.Pytester,
+) -> None:
+    # BatchNorm1d in training mode mutates its state; with no children, nothing was skipped.
+    write_cases(
+        project,
+        """
+cases:
+  norm:
+    description: a root module and nothing under it
+    model: {target: "torch.nn:BatchNorm1d", args: [4], mode: train}
+    inputs: {args: [{shape: [2, 4]}]}
+    checks: [hierarchy]
+""",
+    )
+    result = run(project)
+    result.assert_outcomes(passed=1)
+    result.stdout.no_fnmatch_line("*exportcheck gaps*")
+    result.stdout.no_fnmatch_line("*not run alone*")
