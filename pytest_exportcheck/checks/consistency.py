@@ -34,7 +34,7 @@ import torch
 from pytest_exportcheck.capture.record import STATE_KINDS, CaptureRecord, DecompositionError
 from pytest_exportcheck.capture.symbolic import kept_dims
 from pytest_exportcheck.checks.differences import classify, unread_state
-from pytest_exportcheck.checks.signature import is_traced_constant
+from pytest_exportcheck.checks.usage_scopes import is_traced_constant
 from pytest_exportcheck.comparison.compare_values import Tolerance, compare_trees
 from pytest_exportcheck.containment.failures import ExportCheckWarning, describe_exception
 from pytest_exportcheck.spec import Case

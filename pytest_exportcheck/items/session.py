@@ -21,20 +21,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_exportcheck.containment.crashes import (
-    EXIT_SIGNAL,
-    Breadcrumb,
-    CrashLog,
-    exit_signal,
-    restarts_used_up,
-    unrun_lines,
-)
 from pytest_exportcheck.containment.failures import Failed
 from pytest_exportcheck.containment.stages import StageTimeout, stage
 from pytest_exportcheck.containment.user_exits import user_exit_error
 from pytest_exportcheck.items import option_values
 from pytest_exportcheck.items.capture_summaries import WORKER_SUMMARIES, SummaryHandoff
 from pytest_exportcheck.items.item_run import Source, SourceFor
+from pytest_exportcheck.items.worker_crashes import WORKER_CRASHES, WorkerCrashes
 from pytest_exportcheck.model.devices import WORKER_DEVICES, DeviceSelection, is_accelerator
 from pytest_exportcheck.recordings.recording import OBSERVATION, RECORDED_ENTRY
 
@@ -46,10 +39,9 @@ if TYPE_CHECKING:
 Key = tuple[str, ...]
 WORKER_RECORDINGS = "exportcheck_recordings"  # workeroutput key: observations for the controller
 WORKER_GPU_PEAK = "exportcheck_gpu_peak"  # workeroutput key: the worker's peak GPU memory
-WORKER_CRASHES = "exportcheck_crashes"  # workerinput key: the controller's crash log directory
 
 
-class ExportCheckSession:
+class ExportCheckSession(WorkerCrashes):
     def __init__(self, config: pytest.Config, case_dirs: list[Path]) -> None:
         self.config = config
         self.case_dirs = case_dirs
@@ -80,20 +72,13 @@ class ExportCheckSession:
         # Per capture, the compiled graphs Dynamo left as globals (capture/dynamo_globals.py).
         self._dynamo_globals: dict[Key, list[tuple[str, str]]] = {}
         self._freed = False  # a case's objects were dropped: memory to give back
-        self._stopped_collection: list[str] = []  # xdist stopped at a crash: what it had
         self._reported: set[str] = set()  # node ids with a report, for the unrun ones
         # Cases whose model changed process-wide state: every item of theirs fails with it.
         self.leaked_state: dict[str, Failed] = {}
         self._remaining: Counter[Key] = Counter()
         self._heap_frozen = False
-        self._node_errors: dict[str, object] = {}
         workerinput = getattr(config, "workerinput", {})
-        self._crash_log: CrashLog | None = None
-        if WORKER_CRASHES in workerinput:
-            self._crash_log = CrashLog(Path(workerinput[WORKER_CRASHES]))
-        self.breadcrumb = Breadcrumb(
-            self._crash_log.breadcrumb_path(workerinput["workerid"]) if self._crash_log else None
-        )
+        self._start_crash_log(workerinput)
         # Captures' consistency summaries between workers (capture_summaries.py): the
         # controller makes the directory for its workers; one process needs none.
         handed = workerinput.get(WORKER_SUMMARIES)
@@ -152,8 +137,7 @@ class ExportCheckSession:
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         """xdist controller: take a finished worker's observations (and why a dead one died)."""
         if error:
-            self._node_errors[node.gateway.id] = error
-            setattr(node, EXIT_SIGNAL, exit_signal(node))  # the scheduler reads it next
+            self._worker_died(node, error)
         output = getattr(node, "workeroutput", {})
         payload = output.get(WORKER_RECORDINGS)
         if payload:
@@ -161,34 +145,6 @@ class ExportCheckSession:
         peak = output.get(WORKER_GPU_PEAK)
         if peak:
             self.gpu_peak = max(peak, self.gpu_peak or 0)
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_handlecrashitem(self, crashitem: str, report: Any, sched: Any) -> None:
-        """xdist controller: say what the dead worker was doing, as one of our items."""
-        crash = self.crash_log.by_item.get(crashitem)
-        if crash is None:  # it died outside an exportcheck item: xdist's report stands
-            return
-        stops = restarts_used_up(self.config)
-        error = self._node_errors.get(crash.worker)
-        report.longrepr = f"[crashed] {crash.describe(error, run_goes_on=not stops)}"
-        if stops:
-            self._stopped_collection = next(iter(sched.registered_collections.values()), [])
-        if self.recordings.update:  # its observation died with it: keep the file's entries
-            case_file = Path(self.config.rootpath, crash.location.rpartition(":")[0])
-            self.recordings.incomplete.add(str(case_file.resolve()))
-        report.user_properties = [*crash.properties, ("exportcheck_stage", "crashed")]
-        path, _, line = crash.location.rpartition(":")
-        if line.isdigit():
-            report.location = (path, int(line) - 1, crashitem.split("::", 1)[-1])
-
-    @property
-    def crash_log(self) -> CrashLog:
-        """The controller's crash log, made on first use (only xdist runs need one)."""
-        if self._crash_log is None:
-            import tempfile
-
-            self._crash_log = CrashLog(Path(tempfile.mkdtemp(prefix="exportcheck-crashes-")))
-        return self._crash_log
 
     def pytest_report_header(self) -> list[str]:
         from pytest_exportcheck.containment import supervisor
@@ -290,7 +246,7 @@ class ExportCheckSession:
             terminalreporter.section("exportcheck recordings")
             for line in self._recording_lines:
                 terminalreporter.line(line)
-        for line in unrun_lines(self._stopped_collection, self._reported):
+        for line in self._unrun_lines():
             terminalreporter.line(line, red=True)
 
     @pytest.hookimpl(optionalhook=True)
@@ -376,12 +332,6 @@ class ExportCheckSession:
         if isinstance(cached, Failed):
             cached.raise_for(item.nodeid)
         return cached
-
-    def _raise_if_crashed(self, key: Key) -> None:
-        """A subject or capture that killed a worker before is not built again."""
-        crashed = self._crash_log.find(key) if self._crash_log is not None else None
-        if crashed is not None:
-            raise crashed
 
     def release(self, item: CheckItem) -> None:
         """Drop subjects and captures once no collected item needs them any more."""

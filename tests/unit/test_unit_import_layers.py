@@ -14,7 +14,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "pytest_exportcheck"
 ROOT = "pytest_exportcheck"
-MAX_LINES = 430  # the bar is ~400: a module past it is split, not stretched
+MAX_LINES = 400  # a module past it is split, not stretched
 
 
 def _modules() -> dict[str, Path]:
@@ -117,7 +117,7 @@ def test_only_entry_points_sit_at_the_top_of_the_package() -> None:
     assert top == ["__init__.py", "__main__.py", "plugin.py"]
 
 
-def test_no_module_is_much_over_four_hundred_lines() -> None:
+def test_no_module_is_over_four_hundred_lines() -> None:
     long = {
         str(path.relative_to(PACKAGE)): n
         for path in PACKAGE.rglob("*.py")

@@ -1,0 +1,88 @@
+"""xdist: what the session knows of dying workers, and how it reports their items.
+
+A worker leaves breadcrumbs in the controller's crash log (``containment/crashes.py``)
+as it builds subjects and captures; when one dies, the controller reports the item
+it was running as ``[crashed]`` with the stage and the signal, keeps the recording
+entries it can no longer observe, and, once xdist's restarts are used up, lists the
+items that never ran. A subject or capture that killed a worker is not built again.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_exportcheck.containment.crashes import (
+    EXIT_SIGNAL,
+    Breadcrumb,
+    CrashLog,
+    exit_signal,
+    restarts_used_up,
+    unrun_lines,
+)
+
+if TYPE_CHECKING:
+    from pytest_exportcheck.recordings.recording import RecordingStore
+
+WORKER_CRASHES = "exportcheck_crashes"  # workerinput key: the controller's crash log directory
+
+
+class WorkerCrashes:
+    """The session's part in crash reporting (mixed into ``ExportCheckSession``)."""
+
+    config: pytest.Config
+    recordings: RecordingStore
+    _reported: set[str]  # node ids with a report (the session's logreport adds them)
+
+    def _start_crash_log(self, workerinput: dict[str, Any]) -> None:
+        self._stopped_collection: list[str] = []  # xdist stopped at a crash: what it had
+        self._node_errors: dict[str, object] = {}
+        self._crash_log: CrashLog | None = None
+        if WORKER_CRASHES in workerinput:
+            self._crash_log = CrashLog(Path(workerinput[WORKER_CRASHES]))
+        self.breadcrumb = Breadcrumb(
+            self._crash_log.breadcrumb_path(workerinput["workerid"]) if self._crash_log else None
+        )
+
+    def _worker_died(self, node: Any, error: object) -> None:
+        self._node_errors[node.gateway.id] = error
+        setattr(node, EXIT_SIGNAL, exit_signal(node))  # the scheduler reads it next
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_handlecrashitem(self, crashitem: str, report: Any, sched: Any) -> None:
+        """xdist controller: say what the dead worker was doing, as one of our items."""
+        crash = self.crash_log.by_item.get(crashitem)
+        if crash is None:  # it died outside an exportcheck item: xdist's report stands
+            return
+        stops = restarts_used_up(self.config)
+        error = self._node_errors.get(crash.worker)
+        report.longrepr = f"[crashed] {crash.describe(error, run_goes_on=not stops)}"
+        if stops:
+            self._stopped_collection = next(iter(sched.registered_collections.values()), [])
+        if self.recordings.update:  # its observation died with it: keep the file's entries
+            case_file = Path(self.config.rootpath, crash.location.rpartition(":")[0])
+            self.recordings.incomplete.add(str(case_file.resolve()))
+        report.user_properties = [*crash.properties, ("exportcheck_stage", "crashed")]
+        path, _, line = crash.location.rpartition(":")
+        if line.isdigit():
+            report.location = (path, int(line) - 1, crashitem.split("::", 1)[-1])
+
+    @property
+    def crash_log(self) -> CrashLog:
+        """The controller's crash log, made on first use (only xdist runs need one)."""
+        if self._crash_log is None:
+            import tempfile
+
+            self._crash_log = CrashLog(Path(tempfile.mkdtemp(prefix="exportcheck-crashes-")))
+        return self._crash_log
+
+    def _raise_if_crashed(self, key: tuple[str, ...]) -> None:
+        """A subject or capture that killed a worker before is not built again."""
+        crashed = self._crash_log.find(key) if self._crash_log is not None else None
+        if crashed is not None:
+            raise crashed
+
+    def _unrun_lines(self) -> list[str]:
+        return unrun_lines(self._stopped_collection, self._reported)
