@@ -67,7 +67,7 @@ export -f corpus
 export work
 step serial 200 bash -c 'corpus "$@"' corpus serial 0 --exportcheck-devices cpu
 step n14 60 bash -c 'corpus "$@"' corpus n14 14 --exportcheck-devices cpu
-# The same with the GPU hidden: what 14 CUDA contexts cost a CPU-only run (README,
+# The same with the GPU hidden: what 14 CUDA contexts cost a CPU-only run (docs/devices.md,
 # "A CPU-only run on a GPU machine": torch's capture starts one per process).
 step n14-hidden-gpu 60 env CUDA_VISIBLE_DEVICES= bash -c 'corpus "$@"' corpus n14-hidden-gpu 14 \
     --exportcheck-devices cpu

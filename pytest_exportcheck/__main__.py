@@ -2,7 +2,7 @@
 
 ``new`` writes a starter case (``scaffold/``); ``versions`` prints what
 changes between the torch minors recorded next to the cases
-(``reports/versions.py``, the README's table); ``merge`` makes one report of a
+(``reports/versions.py``, the table in docs/versions.md); ``merge`` makes one report of a
 run's shards (``reports/merge.py``). Kept separate from the plugin
 so that ``--help`` imports neither pytest's plugin machinery nor torch.
 """
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         metavar="FILE.md",
         help="put the table into FILE.md between its versions-table markers instead of "
-        "printing it (the README's table is made so)",
+        "printing it (docs/versions.md's table is made so)",
     )
     merge = commands.add_parser(
         "merge",

@@ -1,4 +1,4 @@
-"""What changes between torch minors, read from the recordings: the README's table.
+"""What changes between torch minors, read from the recordings: the table in docs/versions.md.
 
 ``python -m pytest_exportcheck versions cases`` reads every
 ``*.recorded.json`` under the paths given, orders the torch minors they hold
@@ -108,7 +108,9 @@ def render_markdown(found: list[Step]) -> list[str]:
 
 
 # The table's place in a Markdown file (--write): between these two lines.
-BEGIN = "<!-- versions table: python -m pytest_exportcheck versions cases --write README.md -->"
+BEGIN = (
+    "<!-- versions table: python -m pytest_exportcheck versions cases --write docs/versions.md -->"
+)
 END = "<!-- end of versions table -->"
 
 

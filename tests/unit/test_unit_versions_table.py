@@ -156,16 +156,16 @@ def test_write_refuses_a_file_without_markers(corpus: Path, tmp_path: Path) -> N
     assert readme.read_text() == "no markers\n"
 
 
-def test_the_readme_table_is_the_one_the_recordings_give() -> None:
-    """The README's table is generated, never edited: regenerate it after recording."""
+def test_the_documented_table_is_the_one_the_recordings_give() -> None:
+    """docs/versions.md's table is generated, never edited: regenerate it after recording."""
     from pytest_exportcheck.reports.versions import render_markdown, with_table
 
     root = Path(__file__).resolve().parents[2]
-    readme = (root / "README.md").read_text(encoding="utf-8")
+    page = (root / "docs" / "versions.md").read_text(encoding="utf-8")
     table = render_markdown(steps(read_all(recording_files([root / "cases"]))))
-    assert with_table(readme, table) == readme, (
-        "README.md's versions table is stale: "
-        "python -m pytest_exportcheck versions cases --write README.md"
+    assert with_table(page, table) == page, (
+        "docs/versions.md's table is stale: "
+        "python -m pytest_exportcheck versions cases --write docs/versions.md"
     )
 
 

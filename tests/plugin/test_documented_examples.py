@@ -1,0 +1,175 @@
+"""The documentation's examples are true.
+
+- the README's case prints the failure and the matrix shown under it;
+- every case, and every fragment of one, in README.md and docs/ passes the case loader
+  (a fragment inside a small case that gives it the inputs it names);
+- every option and ini key the pages name exists;
+- every Python block compiles; every other YAML block is YAML;
+- every page of docs/ is in the site's navigation, and the README stays a first screen.
+
+An example may be a sketch (``{...}`` standing for what it leaves out): it says so
+in an HTML comment above it, ``<!-- example: sketch -->``, and is parsed only.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pytest_exportcheck import plugin
+from pytest_exportcheck.spec.errors import SpecError
+from pytest_exportcheck.spec.load import load_case_file
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+FENCE = re.compile(r"(?:<!-- example: (?P<label>[^>]*?) -->\n)?^```(?P<lang>\w*)\n(?P<body>.*?)^```", re.S | re.M)
+
+# A fragment of a case (its lines indented under a case name) is loaded inside this
+# case: the inputs the pages' fragments place dims on, a model that takes anything.
+FRAGMENT_HOST = """\
+cases:
+  example:
+    description: the case a documented fragment is loaded in
+    model: {target: "torch.nn:Identity"}
+    inputs:
+      args: [{shape: [2, 4]}, {shape: [2, 8]}, {shape: [3]}, {shape: [5]}]
+      kwargs: {mask: {shape: [2]}}
+"""
+
+
+@dataclass(frozen=True)
+class Block:
+    page: Path
+    line: int
+    lang: str
+    body: str
+    label: str | None
+
+    def __str__(self) -> str:
+        return f"{self.page.relative_to(ROOT)}:{self.line}"
+
+
+def blocks(pages: list[Path] = PAGES) -> list[Block]:
+    found = []
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        for match in FENCE.finditer(text):
+            line = text.count("\n", 0, match.start("lang")) + 1
+            found.append(
+                Block(page, line, match["lang"], match["body"], match["label"] or None)
+            )
+    return found
+
+
+def labelled(label: str) -> Block:
+    (block,) = [b for b in blocks() if b.label == label]
+    return block
+
+
+def case_blocks() -> list[Block]:
+    return [
+        b
+        for b in blocks()
+        if b.lang == "yaml" and (b.body.startswith("cases:") or b.body.startswith("    "))
+    ]
+
+
+def contains_in_order(lines: list[str], expected: list[str]) -> bool:
+    """``expected`` appears in ``lines`` as consecutive lines (trailing blanks ignored)."""
+    lines = [line.rstrip() for line in lines]
+    expected = [line.rstrip() for line in expected]
+    return any(
+        lines[start : start + len(expected)] == expected
+        for start in range(len(lines) - len(expected) + 1)
+    )
+
+
+def test_the_readme_case_prints_the_failure_and_matrix_shown(pytester: pytest.Pytester) -> None:
+    case = labelled("case cases/norm.yaml")
+    (pytester.path / "cases").mkdir()
+    (pytester.path / "cases" / "norm.yaml").write_text(case.body)
+    result = pytester.runpytest("--exportcheck", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=7, failed=2)
+    for label in ("failure of cases/norm.yaml", "matrix of cases/norm.yaml"):
+        shown = labelled(label)
+        assert contains_in_order(result.stdout.lines, shown.body.splitlines()), (
+            f"{shown} ({label}) is not what the plugin prints; it printed:\n"
+            + "\n".join(result.stdout.lines)
+        )
+
+
+@pytest.mark.parametrize("block", case_blocks(), ids=str)
+def test_a_documented_case_passes_the_loader(block: Block, tmp_path: Path) -> None:
+    if block.label == "sketch":
+        assert isinstance(yaml.safe_load(block.body), (dict, type(None)))
+        return
+    text = block.body if block.body.startswith("cases:") else FRAGMENT_HOST + block.body
+    path = tmp_path / "case.yaml"
+    path.write_text(text)
+    try:
+        loaded = load_case_file(path)
+    except SpecError as error:
+        pytest.fail(f"{block}: {error}")
+    errors = [str(case.error) for case in loaded if case.error]
+    assert not errors, f"{block}: {errors}"
+
+
+def test_every_other_yaml_block_is_yaml_and_every_python_block_compiles() -> None:
+    checked = 0
+    for block in blocks():
+        if block.lang == "python":
+            compile(block.body, str(block), "exec")
+        elif block.lang == "yaml" and block not in case_blocks():
+            yaml.safe_load(block.body)
+        else:
+            continue
+        checked += 1
+    assert checked >= 4  # the workflows, the API's examples
+
+
+class _Options:
+    """What ``pytest_addoption`` declares: options and ini keys."""
+
+    def __init__(self) -> None:
+        self.options: set[str] = set()
+        self.ini: set[str] = set()
+
+    def getgroup(self, *args: object, **kwargs: object) -> _Options:
+        return self
+
+    def addoption(self, *names: str, **kwargs: object) -> None:
+        self.options.update(names)
+
+    def addini(self, name: str, *args: object, **kwargs: object) -> None:
+        self.ini.add(name)
+
+
+def test_every_option_and_ini_key_the_pages_name_exists() -> None:
+    declared = _Options()
+    plugin.pytest_addoption(declared)  # type: ignore[arg-type]
+    named_options: set[str] = set()
+    named_keys: set[str] = set()
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        named_options.update(re.findall(r"--exportcheck[a-z-]*[a-z]", text))
+        named_keys.update(re.findall(r"\bexportcheck_[a-z_]*[a-z]\b", text))
+    assert named_options and named_keys
+    assert named_options <= declared.options, sorted(named_options - declared.options)
+    # An item's user property carries one exportcheck_ name that is not a key.
+    unknown = named_keys - declared.ini - {"exportcheck_gaps"}
+    assert not unknown, sorted(unknown)
+
+
+def test_every_page_is_in_the_navigation_and_the_readme_is_a_first_screen() -> None:
+    config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    navigated = set(re.findall(r":\s*([\w-]+\.md)\s*$", config, re.M))
+    pages = {path.name for path in (ROOT / "docs").glob("*.md")}
+    assert navigated == pages
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) < 250
+    for name in pages:
+        assert f"(docs/{name})" in readme or name == "index.md", f"README links no {name}"
