@@ -26,7 +26,9 @@ from pytest_exportcheck.spec.load import load_case_file
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-FENCE = re.compile(r"(?:<!-- example: (?P<label>[^>]*?) -->\n)?^```(?P<lang>\w*)\n(?P<body>.*?)^```", re.S | re.M)
+FENCE = re.compile(
+    r"(?:<!-- example: (?P<label>[^>]*?) -->\n)?^```(?P<lang>\w*)\n(?P<body>.*?)^```", re.S | re.M
+)
 
 # A fragment of a case (its lines indented under a case name) is loaded inside this
 # case: the inputs the pages' fragments place dims on, a model that takes anything.
@@ -59,9 +61,7 @@ def blocks(pages: list[Path] = PAGES) -> list[Block]:
         text = page.read_text(encoding="utf-8")
         for match in FENCE.finditer(text):
             line = text.count("\n", 0, match.start("lang")) + 1
-            found.append(
-                Block(page, line, match["lang"], match["body"], match["label"] or None)
-            )
+            found.append(Block(page, line, match["lang"], match["body"], match["label"] or None))
     return found
 
 
