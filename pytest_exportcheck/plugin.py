@@ -36,6 +36,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "or all (every discovered device). A case's `devices:` narrows it.",
     )
     group.addoption(
+        "--exportcheck-lower",
+        dest="exportcheck_lower",
+        default=None,
+        metavar="LIST",
+        help="lowering targets every export capture is also checked through, comma-separated: "
+        "aoti, inductor (adds to each case's `lower:`; lowering compiles C++, seconds to "
+        "minutes a program).",
+    )
+    group.addoption(
         "--exportcheck-gpu-workers",
         dest="exportcheck_gpu_workers",
         default=None,
@@ -114,6 +123,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="an item that passes with gaps (something its check did not verify, listed in "
         "the 'exportcheck gaps' summary) fails instead, naming them; also the "
         "exportcheck_strict_gaps ini option.",
+    )
+    parser.addini(
+        "exportcheck_lower",
+        "lowering targets for every case, comma-separated (as --exportcheck-lower).",
+        default="",
     )
     parser.addini(
         "exportcheck_strict_gaps",

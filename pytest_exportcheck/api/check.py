@@ -63,6 +63,7 @@ def check_model(
     timeout: float | None = None,
     xfail: Mapping[str, Any] | Iterable[Mapping[str, Any]] | None = None,
     dynamic: Mapping[str, Any] | None = None,
+    lower: Iterable[str] | str | None = None,
 ) -> Report:
     """Capture ``model`` and run every applicable check, as a YAML case with these keys would.
 
@@ -75,15 +76,16 @@ def check_model(
     ``{"reason": ..., "checks": ["parity"], "stage": "parity", "match": "..."}``):
     an item it covers that fails as expected is ``xfailed``, one that passes
     fails (strict, as in YAML); ``dynamic`` is the YAML ``dynamic:`` (its ``shapes``
-    paths name ``args``/``kwargs`` as given here). Returns the :class:`Report`; raises
-    :class:`ExportCheckFailed` if any item failed and :class:`InvalidCase` if the
-    arguments are invalid.
+    paths name ``args``/``kwargs`` as given here); ``lower`` is the YAML ``lower:``
+    (``["aoti", "inductor"]``: each an item ``lowered[aoti-export-cpu]``). Returns
+    the :class:`Report`; raises :class:`ExportCheckFailed` if any item failed and
+    :class:`InvalidCase` if the arguments are invalid.
     """
     __tracebackhide__ = True
     return _check(
         model, args, kwargs, captures=captures, checks=checks, expect=expect, devices=devices,
         seed=seed, loss_output=loss_output, name=name, timeout=timeout, xfail=xfail,
-        dynamic=dynamic, timeout_source="the timeout argument",
+        dynamic=dynamic, lower=lower, timeout_source="the timeout argument",
     )  # fmt: skip
 
 
@@ -188,6 +190,7 @@ def make_case(
     timeout: float | None = None,
     xfail: Mapping[str, Any] | Iterable[Mapping[str, Any]] | None = None,
     dynamic: Mapping[str, Any] | None = None,
+    lower: Iterable[str] | str | None = None,
 ) -> tuple[Case, list[str]]:
     """The validated :class:`Case` a YAML file with these keys would give, and the devices.
 
@@ -211,7 +214,7 @@ def make_case(
     optional = {
         "checks": checks, "expect": expect, "loss_output": loss_output, "timeout": timeout,
         "xfail": xfail if xfail is None or isinstance(xfail, Mapping) else list(xfail),
-        "dynamic": dynamic,
+        "dynamic": dynamic, "lower": None if lower is None else _names(lower),
     }  # fmt: skip
     raw.update({key: _plain(value) for key, value in optional.items() if value is not None})
     if isinstance(raw.get("checks"), str):

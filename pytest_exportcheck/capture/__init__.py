@@ -59,6 +59,7 @@ def _paths() -> dict[str, CapturePath]:
         "hierarchy": "a Dynamo GraphModule is flat: torch.export.unflatten takes an "
         "ExportedProgram, so there is no module hierarchy to restore",
         "moved": "move_to_device_pass takes an ExportedProgram",
+        "lowered": "a lowering target takes an ExportedProgram",
     }
     return {
         "export": CapturePath(partial(capture_export, capture="export", strict=False)),
@@ -71,6 +72,7 @@ def _paths() -> dict[str, CapturePath]:
                 "hierarchy": "aot_export_module's joint graph keeps no module hierarchy, "
                 "so unflatten is not applicable",
                 "moved": "move_to_device_pass takes an ExportedProgram",
+                "lowered": "a lowering target takes an ExportedProgram",
                 "shapes": "aot_export_module's joint graph has no range constraints",
             },
             static_only="aot_export_module takes no dynamic_shapes",

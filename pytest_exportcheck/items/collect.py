@@ -62,10 +62,11 @@ class CaseNode(pytest.Collector):
         self.case = case
 
     def collect(self) -> Iterator[pytest.Item]:
-        devices = self.session.config.pluginmanager.get_plugin("exportcheck-session").devices
-        for device in devices.for_case(self.case):
+        session = self.session.config.pluginmanager.get_plugin("exportcheck-session")
+        run_wide = [c for c in session.lowered_checks if c not in self.case.checks]
+        for device in session.devices.for_case(self.case):
             for capture in self.case.captures:
-                for check in self.case.checks:
+                for check in (*self.case.checks, *run_wide):
                     if check == "consistency":
                         continue  # one item for all captures, below
                     if check == "moved" and not is_accelerator(device):
@@ -385,11 +386,8 @@ class _Crash:
 
 
 class FailureRepr(TerminalRepr):
-    """A failure told in the plugin's words, with a one-line headline for summaries.
-
-    Without a headline pytest's short test summary (untruncated under CI)
-    would repeat the whole multi-line report.
-    """
+    """A failure told in the plugin's words, with a one-line headline for summaries:
+    without it, pytest's short test summary (untruncated under CI) repeats the report."""
 
     def __init__(self, text: str, *, headline: str) -> None:
         self.text = text

@@ -78,3 +78,18 @@ def memory_limit(config: pytest.Config) -> tuple[int | None, bool]:
         return parse(str(text)), False
     except ValueError as exc:
         raise pytest.UsageError(f"--exportcheck-memory-limit / {exc}") from None
+
+
+def lowering_targets(config: pytest.Config) -> tuple[str, ...]:
+    """The run's lowering targets (--exportcheck-lower, or the ini option), as checks."""
+    from pytest_exportcheck.spec.case import LOWERED_CHECKS
+
+    text = config.getoption("exportcheck_lower") or config.getini("exportcheck_lower") or ""
+    names = [name.strip() for name in str(text).split(",") if name.strip()]
+    known = [check.removeprefix("lowered-") for check in LOWERED_CHECKS]
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise pytest.UsageError(
+            f"--exportcheck-lower: unknown target {unknown[0]!r}; known: {', '.join(known)}"
+        )
+    return tuple(f"lowered-{name}" for name in names)

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from pytest_exportcheck.reports.results import ItemResult
-from pytest_exportcheck.spec.case import ALL_CHECKS
+from pytest_exportcheck.spec.case import ALL_CHECKS, LOWERED_CHECKS
 
 SYMBOLS: dict[str, str] = {
     "passed": ".",
@@ -39,6 +39,8 @@ CHECK_LETTERS: dict[str, str] = {
     "moved": "V",
     "recorded": "R",
     "consistency": "C",
+    "lowered-inductor": "I",
+    "lowered-aoti": "A",
 }
 CONSISTENCY = "consistency"
 _DEVICE_KINDS = ("cpu", "cuda", "xpu", "mps", "meta")
@@ -86,8 +88,9 @@ def _capture_key(capture: str) -> tuple[int, str]:
 
 
 def _check_key(check: str) -> tuple[int, str]:
-    known = check in ALL_CHECKS
-    return (ALL_CHECKS.index(check) if known else len(ALL_CHECKS), check)
+    order = ALL_CHECKS + LOWERED_CHECKS
+    known = check in order
+    return (order.index(check) if known else len(order), check)
 
 
 def check_letters(checks: list[str]) -> dict[str, str]:

@@ -19,6 +19,8 @@ ALL_CHECKS: tuple[str, ...] = (
     "consistency",
     "recorded",
 )
+# Opt-in (a case's `lower:` or `checks:`, or --exportcheck-lower): they compile C++.
+LOWERED_CHECKS: tuple[str, ...] = ("lowered-inductor", "lowered-aoti")
 DEFAULT_CAPTURES: tuple[str, ...] = ("export",)
 DEFAULT_MUTATION_STEPS = 3
 DEFAULT_PARITY_STEPS = 1

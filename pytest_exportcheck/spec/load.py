@@ -21,6 +21,7 @@ from pytest_exportcheck.spec.case import (
     DEFAULT_CAPTURES,
     DEFAULT_MUTATION_STEPS,
     DEFAULT_PARITY_STEPS,
+    LOWERED_CHECKS,
     AcceptedDifference,
     Case,
     Elsewhere,
@@ -250,8 +251,9 @@ def _build_case(
         # shapes has nothing to hold a case without dynamic dims to: no item at all.
         checks=tuple(
             c
-            for c in ALL_CHECKS
-            if c in raw.get("checks", ALL_CHECKS) and (c != "shapes" or "dynamic" in raw)
+            for c in ALL_CHECKS + LOWERED_CHECKS
+            if (c in raw.get("checks", ALL_CHECKS) or c in _lowered(raw))
+            and (c != "shapes" or "dynamic" in raw)
         ),
         devices=tuple(raw["devices"]) if "devices" in raw else None,
         loss_output=raw.get("loss_output"),
@@ -291,6 +293,11 @@ def _build_case(
         elsewhere=tuple(_elsewhere(u) for u in unmet_conditions(written)),
         dynamic=_dynamic(raw),
     )
+
+
+def _lowered(raw: dict[str, Any]) -> list[str]:
+    """The checks a case's ``lower:`` targets are (``lowered-aoti``, ...)."""
+    return [f"lowered-{target}" for target in raw.get("lower", ())]
 
 
 def _dynamic(raw: dict[str, Any]) -> DynamicSpec | None:

@@ -266,7 +266,7 @@ def test_unknown_case_key_suggests_the_closest_one(tmp_path):
     assert "unknown key 'captrues' in cases.a (did you mean 'captures'?)" in error.message
     assert (
         "allowed: captures, checks, description, devices, dynamic, expect, inputs, loss_output, "
-        "model, requires, seed, timeout, torch, when, xfail" in (error.message)
+        "lower, model, requires, seed, timeout, torch, when, xfail" in (error.message)
     )
 
 
@@ -339,7 +339,7 @@ def test_bad_check_names_its_index(tmp_path):
 
     assert error.message == (
         "cases.a.checks[1]: 'nope' is not one of: signature, hierarchy, mutation, parity, shapes, "
-        "moved, consistency, recorded"
+        "moved, consistency, recorded, lowered-inductor, lowered-aoti"
     )
 
 
@@ -421,3 +421,21 @@ def test_shipped_case_file_loads_without_errors(path):
     errors = [str(e.error) for e in load_case_file(path) if e.error is not None]
 
     assert errors == []
+
+
+def test_an_unknown_lowering_target_names_the_known_ones(tmp_path):
+    text = one_case("    lower: [aoti, onnx]\n")
+
+    error = case_error(tmp_path, text)
+
+    assert error.line == line_with(text, "onnx")
+    assert error.message == "cases.a.lower[1]: 'onnx' is not one of: inductor, aoti"
+
+
+def test_lower_adds_its_targets_as_checks_after_the_others(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(one_case("    checks: [parity]\n    lower: [aoti, inductor]\n"))
+
+    (loaded,) = load_case_file(path)
+
+    assert loaded.case.checks == ("parity", "lowered-inductor", "lowered-aoti")

@@ -1,0 +1,67 @@
+"""lowered-<target>: the program lowered to a target (``lowering/``) behaves like eager.
+
+The capture's program, as a private copy (a target may change what it is given),
+is lowered into a temporary directory. Over ``expect.parity.steps`` calls, and at
+least two where forward changes state (a dropped buffer update shows only on a
+later call), the lowered program's outputs, its parameters and buffers where the
+target exposes them, and the inputs it mutates are compared with eager's under
+the case's tolerance policy (float64 eager arbitrates, as for parity). A lowering,
+load or call that raises fails the item at that stage: ``[lower]``, ``[load]``,
+``[run]``.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from pytest_exportcheck.capture.export import ProgramRecord
+from pytest_exportcheck.capture.record import CaptureRecord
+from pytest_exportcheck.checks.steps import compare_step, lifted_state
+from pytest_exportcheck.comparison.compare_values import Tolerance
+from pytest_exportcheck.containment.failures import Info, Note
+from pytest_exportcheck.lowering.target import Target, raising_at
+from pytest_exportcheck.model.isolation import private_copy, quiet_torch_internals
+from pytest_exportcheck.spec import Case
+
+
+def check_lowered(case: Case, record: CaptureRecord, target: Target) -> list[str]:
+    if not isinstance(record, ProgramRecord):  # not_applicable keeps others out
+        raise TypeError(f"lowering needs an ExportedProgram; {record.capture} gives none")
+    subject = record.subject
+    mutated = sorted(subject.eager.mutated_state)
+    steps = max(case.expect.parity.steps, 2 if mutated else 1)
+    label = f"lowered to {target.name}"
+    eager_steps = subject.eager_steps(steps)
+    with tempfile.TemporaryDirectory(prefix="exportcheck-lowered-") as directory:
+        with quiet_torch_internals():  # torch's own deprecation warnings on the way down
+            lowered = target.lower(private_copy(record.program), Path(directory))
+        inputs = subject.inputs_copy()
+        first = "lower" if lowered.compiles_at_first_call else "run"
+        with raising_at(first, f"the program {label}, at its first call,"):
+            got = subject.run(lowered.call, inputs, steps=1, state_of=lowered.state)
+        if steps > 1:
+            with raising_at("run", f"the program {label}, at a later call,"):
+                got += subject.run(lowered.call, inputs, steps=steps - 1, state_of=lowered.state)
+    lifted = lifted_state(record) if lowered.state is not None else set()
+    tolerance = Tolerance.of_case(case)
+    findings: list[str] = []
+    for index, (want, step) in enumerate(zip(eager_steps, got, strict=True), start=1):
+        problems = compare_step(
+            want, step, label, lifted, subject.tensor_groups, tolerance,
+            reference=lambda index=index: subject.fp64_step(index - 1, steps),
+        )  # fmt: skip
+        if problems:
+            findings = [f"after call {index}/{steps}: {p}" for p in problems]
+            break
+    if lowered.state is None and mutated:
+        findings.append(
+            Note(
+                f"state not read: {target.name} keeps parameters and buffers inside what it "
+                f"built, so the updates of {', '.join(mutated)} were judged by the outputs "
+                f"of {steps} calls only"
+            )
+        )
+    size = "" if lowered.size_bytes is None else f", {lowered.size_bytes / 2**20:.1f} MiB"
+    findings.append(Info(f"lowered to {target.name} in {lowered.seconds:.1f} s{size}"))
+    return findings

@@ -1,0 +1,36 @@
+"""Lowering targets: what users ship a program as, run and compared like the program.
+
+A target takes the capture's ``ExportedProgram`` and gives something that runs:
+``aoti`` (``torch._inductor.aoti_compile_and_package``, then ``aoti_load_package``:
+the package a C++ or Python server loads) and ``inductor`` (``torch.compile`` of
+``ep.module()``). Each target is a check of its own, ``lowered-<target>``, named
+``lowered[<target>-<capture>-<device>]`` (``items/item_names.py``), opted into by a
+case's ``lower:`` key or the run's ``--exportcheck-lower``: lowering compiles C++
+and costs seconds to minutes a program. The check (``checks/lowered.py``) compares
+the lowered program with eager over the case's steps; a call that raises is a
+failure at its stage, ``[lower]``, ``[load]`` or ``[run]``.
+
+One module per target; ``target.py`` holds what they share. May import:
+``model/``, ``containment/``, ``spec/`` and torch (lazily: targets import their
+backends only when they lower).
+"""
+
+from __future__ import annotations
+
+from pytest_exportcheck.lowering.aoti import AOTInductor
+from pytest_exportcheck.lowering.inductor import Inductor
+from pytest_exportcheck.lowering.target import LOWERED_PREFIX, Target
+
+TARGETS: dict[str, Target] = {"inductor": Inductor(), "aoti": AOTInductor()}
+
+
+def lowered_check(target: str) -> str:
+    """The check a target is: ``lowered-aoti``."""
+    return f"{LOWERED_PREFIX}{target}"
+
+
+def target_of(check: str) -> Target | None:
+    """The target a ``lowered-*`` check lowers to; None for any other check."""
+    if not check.startswith(LOWERED_PREFIX):
+        return None
+    return TARGETS.get(check.removeprefix(LOWERED_PREFIX))

@@ -1,0 +1,83 @@
+"""What every lowering target shares: the lowered program, and failures by stage."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+
+from pytest_exportcheck.containment.failures import CheckFailure, ExportCheckError, exception_text
+
+LOWERED_PREFIX = "lowered-"
+
+
+@dataclass
+class Lowered:
+    """A lowered program, ready to call.
+
+    ``state`` is the module whose parameters and buffers the lowered program
+    reads and writes, where the target exposes them (``torch.compile`` of a
+    module); None where they live inside it (an AOTInductor package), so only
+    its outputs over several calls can show a buffer update it dropped.
+    """
+
+    call: Callable[..., Any]
+    state: torch.nn.Module | None
+    seconds: float  # lowering, load included (a just-in-time compile: its first call's)
+    size_bytes: int | None  # the artifact users ship, where there is one
+    # torch.compile compiles at the first call: an error there is the lowering's.
+    compiles_at_first_call: bool = False
+
+
+class Target(Protocol):
+    name: str
+
+    def unavailable(self, device: str) -> str | None:
+        """Why this target cannot run here (n/a, never a pass), or None."""
+        ...
+
+    def lower(self, program: torch.export.ExportedProgram, directory: Path) -> Lowered:
+        """Lower ``program`` (a private copy: a target may change it) into ``directory``."""
+        ...
+
+
+class LoweringError(CheckFailure):
+    """A target's call raised: ``stage`` is ``lower``, ``load`` or ``run``.
+
+    A CheckFailure, so an xfail of the check (``stage: lower``) can expect it.
+    """
+
+    def __init__(self, stage: str, message: str) -> None:
+        ExportCheckError.__init__(self, message)
+        self.stage = stage
+        self.findings = [message]
+
+    def as_dependency(self, first_reported_by: str) -> ExportCheckError:
+        pointer = LoweringError(
+            self.stage, f"{self.message.splitlines()[0]}\n(full report on {first_reported_by})"
+        )
+        pointer._full_text = self.match_text()
+        return pointer
+
+
+@contextmanager
+def raising_at(stage: str, what: str) -> Iterator[None]:
+    """An exception in the block is a :class:`LoweringError` at ``stage``, saying ``what``
+    raised and torch's first lines (the rest is on the exception's chain)."""
+    try:
+        yield
+    except Exception as exc:
+        first = exception_text(exc).strip().splitlines()
+        shown = "\n".join(first[:6]) + ("\n..." if len(first) > 6 else "")
+        raise LoweringError(stage, f"{what} raised {type(exc).__name__}: {shown}") from exc
+
+
+def timed(function: Callable[[], Any]) -> tuple[Any, float]:
+    started = time.perf_counter()
+    value = function()
+    return value, time.perf_counter() - started

@@ -1,0 +1,268 @@
+"""Lowering targets: each target of each export capture is an item, ``lowered[aoti-export-cpu]``,
+compared with eager over several calls; a lowering, load or call that raises fails at
+its stage; a target that cannot run here is n/a, saying why.
+
+One test compiles for real (AOTInductor and Inductor, ~1 min on 2 cores); the others
+replace torch's lowering calls in the test project's conftest, so the check's own
+logic is what fails on purpose.
+"""
+
+from __future__ import annotations
+
+import pytest
+from casekit import write_cases
+
+OFF = ["-p", "no:cacheprovider"]
+
+COUNTER = """
+cases:
+  counter:
+    description: a buffer counts the calls, starting at zero
+    model: {target: models.py:Counter}
+    inputs: {args: [{shape: [2, 4]}]}
+    checks: [mutation]
+    lower: [aoti, inductor]
+"""
+
+MLP = """
+cases:
+  mlp:
+    description: a plain MLP
+    model: {target: models.py:Mlp}
+    inputs: {args: [{shape: [2, 4]}]}
+    checks: [parity]
+    lower: [aoti]
+"""
+
+# The package "compiled" is a file of garbage; aoti_load_package is replaced where a
+# test says what the loaded program does.
+FAKE_COMPILE = """
+import torch._inductor
+
+def fake_compile(program, package_path=None, **kwargs):
+    with open(package_path, "wb") as package:
+        package.write(b"not a package")
+    return package_path
+
+torch._inductor.aoti_compile_and_package = fake_compile
+"""
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest("--exportcheck", *OFF, *args)
+
+
+def test_aoti_drops_a_buffer_update_that_inductor_keeps(project: pytest.Pytester) -> None:
+    # A true finding, torch 2.13: an AOTInductor package folds a buffer that starts
+    # uniform into a constant, so every call sees its first value (pytorch#165444).
+    write_cases(project, COUNTER)
+    result = run(project)
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*counter::lowered[[]aoti-export-cpu[]]*",
+            "[[]lowered-aoti[]] after call 2/2: output: 8 / 8 elements outside tolerance*"
+            "lowered to aoti *",
+            "*state not read: aoti keeps parameters and buffers inside what it built, so the "
+            "updates of count were judged by the outputs of 2 calls only",
+            "*lowered to aoti in * s, * MiB",
+            "checks: M mutation  I lowered-inductor  A lowered-aoti",
+            "  counter*.F",
+        ]
+    )
+    result.stdout.no_fnmatch_line("*lowered[[]inductor-export-cpu[]] - *")
+
+
+def test_a_lowering_call_that_raises_fails_at_the_lower_stage(project: pytest.Pytester) -> None:
+    write_cases(project, MLP)
+    project.makeconftest(
+        """
+import torch._inductor
+
+def refuse(program, **kwargs):
+    raise RuntimeError("unsupported operator aten::frobnicate")
+
+torch._inductor.aoti_compile_and_package = refuse
+"""
+    )
+    result = run(project)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "[[]lower[]] torch._inductor.aoti_compile_and_package raised RuntimeError: "
+            "unsupported operator aten::frobnicate",
+        ]
+    )
+
+
+def test_a_package_that_does_not_load_fails_at_the_load_stage(project: pytest.Pytester) -> None:
+    write_cases(project, MLP)
+    project.makeconftest(FAKE_COMPILE)
+    result = run(project)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["[[]load[]] torch._inductor.aoti_load_package raised *"])
+
+
+@pytest.mark.parametrize(
+    ("loaded", "expected"),
+    [
+        (
+            "lambda x: eager(x) + 0.5",
+            "[[]lowered-aoti[]] after call 1/1: output: 8 / 8 elements outside tolerance*",
+        ),
+        (
+            "lambda x: (_ for _ in ()).throw(ValueError('kernel out of bounds'))",
+            "[[]run[]] the program lowered to aoti, at its first call, raised ValueError: "
+            "kernel out of bounds",
+        ),
+    ],
+    ids=["output differs", "call raises"],
+)
+def test_what_the_loaded_program_does_is_judged_against_eager(
+    project: pytest.Pytester, loaded: str, expected: str
+) -> None:
+    write_cases(project, MLP)
+    project.makeconftest(
+        FAKE_COMPILE
+        + f"""
+import sys, torch
+sys.path.insert(0, "cases")
+from models import Mlp
+
+def fake_load(path, **kwargs):
+    torch.manual_seed(0)  # the case's seed: the same weights as the case's model
+    eager = Mlp()
+    return {loaded}
+
+torch._inductor.aoti_load_package = fake_load
+"""
+    )
+    result = run(project)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([expected])
+
+
+def test_inductor_compiling_at_the_first_call_fails_at_the_lower_stage(
+    project: pytest.Pytester,
+) -> None:
+    write_cases(project, MLP.replace("lower: [aoti]", "lower: [inductor]"))
+    project.makeconftest(
+        """
+import torch
+
+def compile_later(module, **kwargs):
+    def first_call(*args, **kwargs):
+        raise RuntimeError("C++ compile failed: no such header")
+    return first_call
+
+torch.compile = compile_later
+"""
+    )
+    result = run(project)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "[[]lower[]] the program lowered to inductor, at its first call, raised "
+            "RuntimeError: C++ compile failed: no such header"
+        ]
+    )
+
+
+def test_an_xfail_expects_a_lowering_failure_by_its_stage(project: pytest.Pytester) -> None:
+    write_cases(
+        project,
+        MLP
+        + """    xfail:
+      reason: the operator has no AOTInductor kernel yet
+      checks: [lowered-aoti]
+      stage: lower
+      match: frobnicate
+""",
+    )
+    project.makeconftest(
+        """
+import torch._inductor
+
+def refuse(program, **kwargs):
+    raise RuntimeError("unsupported operator aten::frobnicate")
+
+torch._inductor.aoti_compile_and_package = refuse
+"""
+    )
+    run(project).assert_outcomes(passed=1, xfailed=1)
+
+
+def test_a_target_without_its_compiler_or_program_is_not_applicable(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_exportcheck.lowering import compilers
+
+    monkeypatch.setattr(compilers.shutil, "which", lambda name: None)
+    write_cases(
+        project, MLP.replace("checks: [parity]", "captures: [export, dynamo]\n    checks: [parity]")
+    )
+    result = run(project, "-rs")
+    result.assert_outcomes(passed=2, skipped=2)
+    result.stdout.fnmatch_lines_random(
+        [
+            "SKIPPED [[]1[]] cases/main.yaml:2: not applicable: AOTInductor compiles C++ for "
+            "the CPU and finds no compiler (g++, clang++)",
+            "SKIPPED [[]1[]] cases/main.yaml:2: not applicable: a lowering target takes an "
+            "ExportedProgram",
+            "  mlp*.-*.-",
+        ]
+    )
+
+
+def test_the_run_adds_targets_to_every_case_and_refuses_unknown_ones(
+    project: pytest.Pytester,
+) -> None:
+    write_cases(project, MLP.replace("    lower: [aoti]\n", ""))
+    project.makeconftest(FAKE_COMPILE)
+    result = run(project, "--exportcheck-lower", "aoti", "--collect-only", "-q")
+    result.stdout.fnmatch_lines(
+        [
+            "cases/main.yaml::mlp::parity[[]export-cpu[]]",
+            "cases/main.yaml::mlp::lowered[[]aoti-export-cpu[]]",
+        ]
+    )
+    result = run(project, "--exportcheck-lower", "onnx")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*--exportcheck-lower: unknown target 'onnx'; known: inductor, aoti"]
+    )
+
+
+def test_check_model_takes_targets(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    from pytest_exportcheck import check_model
+
+    class Counter(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+            self.register_buffer("count", torch.zeros(()))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            self.count.add_(1)
+            return self.lin(x) * self.count
+
+    compiled: list[torch.nn.Module] = []
+
+    def compile_later(module: torch.nn.Module, **kwargs: object) -> torch.nn.Module:
+        compiled.append(module)  # what torch.compile would compile: ep.module()
+        return module
+
+    monkeypatch.setattr(torch, "compile", compile_later)
+    report = check_model(Counter(), (torch.randn(2, 4),), checks=["mutation"], lower="inductor")
+    assert sorted(report.passed) == ["lowered[inductor-export-cpu]", "mutation[export-cpu]"]
+    assert len(compiled) == 1 and isinstance(compiled[0], torch.fx.GraphModule)
+
+
+def test_a_lowered_item_name_reads_back_as_its_check_capture_and_device() -> None:
+    from pytest_exportcheck.items.item_names import item_name, split_item_name
+
+    name = item_name("lowered-aoti", "export-strict", "cuda:1")
+    assert name == "lowered[aoti-export-strict-cuda:1]"
+    assert split_item_name(name) == ("lowered-aoti", "export-strict", "cuda:1")
