@@ -7,22 +7,28 @@ later call), the lowered program's outputs, its parameters and buffers where the
 target exposes them, and the inputs it mutates are compared with eager's under
 the case's tolerance policy (float64 eager arbitrates, as for parity). A lowering,
 load or call that raises fails the item at that stage: ``[lower]``, ``[load]``,
-``[run]``.
+``[run]``. An artifact a server loads (the AOTInductor package) is loaded and called
+again in a fresh interpreter (``lowering/fresh_process.py``), its outputs compared
+the same way: what loads only where it was made is a finding.
 """
 
 from __future__ import annotations
 
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from pytest_exportcheck.capture.export import ProgramRecord
 from pytest_exportcheck.capture.record import CaptureRecord
-from pytest_exportcheck.checks.steps import compare_step, lifted_state
-from pytest_exportcheck.comparison.compare_values import Tolerance
+from pytest_exportcheck.checks.steps import compare_step, fp64_output, lifted_state
+from pytest_exportcheck.comparison.compare_values import Tolerance, compare_trees
 from pytest_exportcheck.containment.failures import Info, Note
+from pytest_exportcheck.lowering.fresh_process import FreshRun, run_in_fresh_process
 from pytest_exportcheck.lowering.target import Target, raising_at
 from pytest_exportcheck.model.isolation import private_copy, quiet_torch_internals
+from pytest_exportcheck.model.runs import Step
+from pytest_exportcheck.model.subject import Subject
 from pytest_exportcheck.spec import Case
 
 
@@ -47,25 +53,62 @@ def check_lowered(case: Case, record: CaptureRecord, target: Target) -> list[str
         if steps > 1:
             with raising_at("run", f"the program {label}, at a later call,"):
                 got += subject.run(lowered.call, inputs, steps=steps - 1, state_of=lowered.state)
+        fresh = None
+        if lowered.package is not None:
+            fresh = run_in_fresh_process(lowered.package, inputs, steps=steps, seed=case.seed)
     lifted = lifted_state(record) if lowered.state is not None else set()
     tolerance = Tolerance.of_case(case)
     findings: list[str] = []
+    # A lowered program reduces in its own order: state that is itself float noise
+    # (the running mean of activations a BatchNorm just normalized: ~1e-10 where the
+    # activations are ~1) differs by noise, so state is not shrunk to its own scale.
+    state_tolerance = replace(tolerance, own_scale=False)
     for index, (want, step) in enumerate(zip(eager_steps, got, strict=True), start=1):
         problems = compare_step(
             want, step, label, lifted, subject.tensor_groups, tolerance,
             reference=lambda index=index: subject.fp64_step(index - 1, steps),
+            state_tolerance=state_tolerance,
         )  # fmt: skip
         if problems:
             findings = [f"after call {index}/{steps}: {p}" for p in problems]
             break
+    if fresh is not None:
+        findings += _fresh_findings(fresh, eager_steps, label, tolerance, subject, steps)
     if lowered.state is None and mutated:
+        more = len(mutated) - 4
+        shown = ", ".join(mutated[:4]) + (f" and {more} more" if more > 0 else "")
         findings.append(
             Note(
                 f"state not read: {target.name} keeps parameters and buffers inside what it "
-                f"built, so the updates of {', '.join(mutated)} were judged by the outputs "
-                f"of {steps} calls only"
+                f"built, so the updates of {shown} were judged by the outputs of {steps} "
+                "calls only"
             )
         )
     size = "" if lowered.size_bytes is None else f", {lowered.size_bytes / 2**20:.1f} MiB"
     findings.append(Info(f"lowered to {target.name} in {lowered.seconds:.1f} s{size}"))
     return findings
+
+
+def _fresh_findings(
+    fresh: FreshRun,
+    eager_steps: list[Step],
+    label: str,
+    tolerance: Tolerance,
+    subject: Subject,
+    steps: int,
+) -> list[str]:
+    """The package in a new interpreter: it loads, runs, and gives eager's outputs."""
+    where = f"{label}, loaded in a fresh process (torch only)"
+    if fresh.outputs is None:
+        what = "loading the package" if fresh.stage == "load" else "calling it"
+        return [
+            f"[{fresh.stage}] {where}: {what} raised, where this process did not:\n{fresh.error}"
+        ]
+    for index, (want, output) in enumerate(zip(eager_steps, fresh.outputs, strict=True), 1):
+        problems = compare_trees(
+            want.output, output, tolerance=tolerance, names=("eager", where),
+            reference=fp64_output(subject, index - 1, steps),
+        )  # fmt: skip
+        if problems:
+            return [f"after call {index}/{steps}, {where}: {p}" for p in problems]
+    return []

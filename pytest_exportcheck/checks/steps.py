@@ -46,10 +46,12 @@ def compare_step(
     groups: dict[str, tuple[str, ...]],
     tolerance: Tolerance,
     reference: Callable[[], Step | None] | None = None,
+    state_tolerance: Tolerance | None = None,
 ) -> list[str]:
     """Differences after one step: outputs, every lifted parameter/buffer, tensor inputs.
 
-    ``reference`` gives float64 eager's same step, for the policies that arbitrate.
+    ``reference`` gives float64 eager's same step, for the policies that arbitrate;
+    ``state_tolerance``, where given, is the one parameters and buffers are held to.
     """
     names = ("eager", label)
 
@@ -71,7 +73,8 @@ def compare_step(
             problems.append(f"{label} has no parameter or buffer {fqn!r}")
             continue
         problems += compare_trees(
-            eager_value, held, tolerance=tolerance, root=f"state {fqn!r}", names=names,
+            eager_value, held, tolerance=state_tolerance or tolerance, root=f"state {fqn!r}",
+            names=names,
             reference=part(lambda step, fqn=fqn: step.state.get(fqn)),
         )  # fmt: skip
     got_inputs = dict(got.inputs)

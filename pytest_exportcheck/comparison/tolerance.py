@@ -68,6 +68,9 @@ class Tolerance:
     fp64_multiplier: float = DEFAULT_FP64_MULTIPLIER
     cosine: float = DEFAULT_COSINE
     overrides: tuple[Override, ...] = ()
+    # Tiny leaves compared at their own scale (compare_values.own_scale); off for state
+    # a lowering target recomputes in another order (checks/lowered.py).
+    own_scale: bool = True
 
     @classmethod
     def of_case(cls, case: Any) -> Tolerance:

@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 
 from pytest_exportcheck.lowering.compilers import missing_for
-from pytest_exportcheck.lowering.target import Lowered, raising_at, timed
+from pytest_exportcheck.lowering.target import SAME_RANDOM_NUMBERS, Lowered, raising_at, timed
 
 
 class AOTInductor:
@@ -28,9 +28,17 @@ class AOTInductor:
 
         path = directory / "program.pt2"
         with raising_at("lower", "torch._inductor.aoti_compile_and_package"):
-            _, compiling = timed(lambda: aoti_compile_and_package(program, package_path=str(path)))
+            _, compiling = timed(
+                lambda: aoti_compile_and_package(
+                    program, package_path=str(path), inductor_configs=SAME_RANDOM_NUMBERS
+                )
+            )
         with raising_at("load", "torch._inductor.aoti_load_package"):
             loaded, loading = timed(lambda: aoti_load_package(str(path)))
         return Lowered(
-            call=loaded, state=None, seconds=compiling + loading, size_bytes=path.stat().st_size
+            call=loaded,
+            state=None,
+            seconds=compiling + loading,
+            size_bytes=path.stat().st_size,
+            package=path,
         )

@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 from pytest_exportcheck.lowering.compilers import missing_for
-from pytest_exportcheck.lowering.target import Lowered, raising_at
+from pytest_exportcheck.lowering.target import SAME_RANDOM_NUMBERS, Lowered, raising_at
 
 
 class Inductor:
@@ -26,7 +26,7 @@ class Inductor:
         with raising_at("lower", "ep.module()"):
             module = program.module()
         with raising_at("lower", "torch.compile"):
-            compiled = torch.compile(module, backend="inductor")
+            compiled = torch.compile(module, backend="inductor", options=SAME_RANDOM_NUMBERS)
         return Lowered(
             call=compiled, state=module, seconds=0.0, size_bytes=None, compiles_at_first_call=True
         )

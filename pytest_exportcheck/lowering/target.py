@@ -15,6 +15,13 @@ from pytest_exportcheck.containment.failures import CheckFailure, ExportCheckErr
 
 LOWERED_PREFIX = "lowered-"
 
+# Inductor draws random numbers with a generator of its own (philox), so a forward
+# that draws (dropout in training mode) gives other numbers than eager for the same
+# seed, by design. Its random ops fall back to aten's kernels here, so that what is
+# compared is the program, not the generator (torchvision's squeezenet1_1 in
+# training mode: every element apart without it).
+SAME_RANDOM_NUMBERS = {"fallback_random": True}
+
 
 @dataclass
 class Lowered:
@@ -32,6 +39,8 @@ class Lowered:
     size_bytes: int | None  # the artifact users ship, where there is one
     # torch.compile compiles at the first call: an error there is the lowering's.
     compiles_at_first_call: bool = False
+    # An artifact a fresh interpreter loads (lowering/fresh_process.py), where there is one.
+    package: Path | None = None
 
 
 class Target(Protocol):

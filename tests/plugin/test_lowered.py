@@ -22,6 +22,13 @@ cases:
     inputs: {args: [{shape: [2, 4]}]}
     checks: [mutation]
     lower: [aoti, inductor]
+  dropout:
+    description: dropout in training mode draws from the RNG
+    model: {target: "torch.nn:Dropout", args: [0.5], mode: train}
+    inputs: {args: [{shape: [4, 8]}]}
+    checks: [parity]
+    lower: [inductor]
+    expect: {parity: {random: true}}
 """
 
 MLP = """
@@ -55,19 +62,23 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 def test_aoti_drops_a_buffer_update_that_inductor_keeps(project: pytest.Pytester) -> None:
     # A true finding, torch 2.13: an AOTInductor package folds a buffer that starts
     # uniform into a constant, so every call sees its first value (pytorch#165444).
+    # Dropout draws eager's numbers: Inductor's random ops fall back to aten's.
     write_cases(project, COUNTER)
     result = run(project)
-    result.assert_outcomes(passed=2, failed=1)
+    result.assert_outcomes(passed=4, failed=1)
     result.stdout.fnmatch_lines(
         [
             "*counter::lowered[[]aoti-export-cpu[]]*",
             "[[]lowered-aoti[]] after call 2/2: output: 8 / 8 elements outside tolerance*"
             "lowered to aoti *",
+            "- after call 2/2, lowered to aoti, loaded in a fresh process (torch only): output: "
+            "8 / 8 elements outside tolerance*",
             "*state not read: aoti keeps parameters and buffers inside what it built, so the "
             "updates of count were judged by the outputs of 2 calls only",
             "*lowered to aoti in * s, * MiB",
-            "checks: M mutation  I lowered-inductor  A lowered-aoti",
-            "  counter*.F",
+            "checks: M mutation  P parity  I lowered-inductor  A lowered-aoti",
+            "  counter        . .F",
+            "  dropout         ..",
         ]
     )
     result.stdout.no_fnmatch_line("*lowered[[]inductor-export-cpu[]] - *")
@@ -140,6 +151,37 @@ torch._inductor.aoti_load_package = fake_load
     result = run(project)
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines([expected])
+
+
+def test_a_package_that_loads_only_where_it_was_made_is_a_finding(
+    project: pytest.Pytester,
+) -> None:
+    # Here, the package "loads" (the conftest's loader); a fresh python loads the
+    # file itself, which is no package.
+    write_cases(project, MLP)
+    project.makeconftest(
+        FAKE_COMPILE
+        + """
+import sys, torch
+sys.path.insert(0, "cases")
+from models import Mlp
+
+def fake_load(path, **kwargs):
+    torch.manual_seed(0)
+    return Mlp()
+
+torch._inductor.aoti_load_package = fake_load
+"""
+    )
+    result = run(project)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "- [[]load[]] lowered to aoti, loaded in a fresh process (torch only): loading the "
+            "package raised, where this process did not:",
+            "*Error*",
+        ]
+    )
 
 
 def test_inductor_compiling_at_the_first_call_fails_at_the_lower_stage(
