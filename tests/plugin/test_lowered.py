@@ -60,12 +60,25 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 
 def test_aoti_drops_a_buffer_update_that_inductor_keeps(project: pytest.Pytester) -> None:
-    # A true finding, torch 2.13: an AOTInductor package folds a buffer that starts
-    # uniform into a constant, so every call sees its first value (pytorch#165444).
-    # Dropout draws eager's numbers: Inductor's random ops fall back to aten's.
+    # True findings, by torch version: on 2.13 an AOTInductor package folds a buffer
+    # that starts uniform into a constant, so every call sees its first value
+    # (pytorch#165444); on 2.9.1 it does not compile the program ("NotImplementedError:
+    # Constant"). Either way the package is not the program; Inductor's is. Dropout
+    # draws eager's numbers: Inductor's random ops fall back to aten's.
     write_cases(project, COUNTER)
     result = run(project)
     result.assert_outcomes(passed=4, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "checks: M mutation  P parity  I lowered-inductor  A lowered-aoti",
+            "  counter        . .F",
+            "  dropout         ..",
+            "FAILED cases/main.yaml::counter::lowered[[]aoti-export-cpu[]]*",
+        ]
+    )
+    text = result.stdout.str()
+    if "[lower] torch._inductor.aoti_compile_and_package raised" in text:
+        return
     result.stdout.fnmatch_lines(
         [
             "*counter::lowered[[]aoti-export-cpu[]]*",
@@ -76,12 +89,8 @@ def test_aoti_drops_a_buffer_update_that_inductor_keeps(project: pytest.Pytester
             "*state not read: aoti keeps parameters and buffers inside what it built, so the "
             "updates of count were judged by the outputs of 2 calls only",
             "*lowered to aoti in * s, * MiB",
-            "checks: M mutation  P parity  I lowered-inductor  A lowered-aoti",
-            "  counter        . .F",
-            "  dropout         ..",
         ]
     )
-    result.stdout.no_fnmatch_line("*lowered[[]inductor-export-cpu[]] - *")
 
 
 def test_a_lowering_call_that_raises_fails_at_the_lower_stage(project: pytest.Pytester) -> None:
@@ -241,7 +250,8 @@ def test_a_target_without_its_compiler_or_program_is_not_applicable(
 
     monkeypatch.setattr(compilers.shutil, "which", lambda name: None)
     write_cases(
-        project, MLP.replace("checks: [parity]", "captures: [export, dynamo]\n    checks: [parity]")
+        project,
+        MLP.replace("checks: [parity]", "captures: [export, dynamo-legacy]\n    checks: [parity]"),
     )
     result = run(project, "-rs")
     result.assert_outcomes(passed=2, skipped=2)
