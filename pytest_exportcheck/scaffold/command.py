@@ -38,8 +38,11 @@ from pytest_exportcheck.scaffold.render import (
     render,
 )
 from pytest_exportcheck.scaffold.requires import requirements
-from pytest_exportcheck.spec.case import DEFAULT_CAPTURES, Case
+from pytest_exportcheck.spec.case import DEFAULT_CAPTURES, LOWERED_CHECKS, Case
 from pytest_exportcheck.spec.load import case_schema, load_case_file
+
+# The targets `lower:` takes, as the schema lists them (lowered-<target> checks).
+LOWERING_TARGETS = tuple(check.removeprefix("lowered-") for check in LOWERED_CHECKS)
 
 
 def capture_names() -> list[str]:
@@ -109,6 +112,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--description", help="the case's one-line description")
     add("--capture", action="append", choices=capture_names(), metavar="PATH",
         help=f"capture path, repeatable: {', '.join(capture_names())} (default: export)")
+    add("--lower", action="append", choices=LOWERING_TARGETS, metavar="TARGET",
+        help=f"lowering target, repeatable: {', '.join(LOWERING_TARGETS)} (compiles C++: "
+        "seconds to minutes; written as the case's lower:)")
     add("--mode", choices=("eval", "train"), default="eval")
     add("--seed", type=_seed, default=0)
     add("--model-args", type=_json_arg(list), default=[], metavar="JSON",
@@ -252,6 +258,8 @@ def case_mapping(
         "seed": args.seed,
         "captures": list(dict.fromkeys(args.capture or DEFAULT_CAPTURES)),
     }
+    if args.lower:
+        mapping["lower"] = list(dict.fromkeys(args.lower))
     if args.loss_output is not None:
         mapping["loss_output"] = args.loss_output
     if args.torch:

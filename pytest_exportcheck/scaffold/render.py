@@ -198,6 +198,8 @@ def render(scaffold: Scaffold) -> str:
     out += _inputs_lines(case["inputs"])
     out.append(f"    seed: {case['seed']}")
     out.append(f"    captures: {_flow(case['captures'])}")
+    if "lower" in case:
+        out.append(f"    lower: {_flow(case['lower'])}")
     if "loss_output" in case:
         out.append(f"    loss_output: {case['loss_output']}")
     if "torch" in case:

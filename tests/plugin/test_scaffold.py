@@ -261,6 +261,26 @@ def test_a_failure_it_cannot_fix_is_written_as_a_scoped_xfail(
     run_cases(project).assert_outcomes(passed=7, xfailed=2)
 
 
+def test_a_lowering_target_is_written_and_its_failure_recorded(
+    project: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The counter through AOTInductor fails on every torch measured (a dropped update on
+    # 2.13, a refused lowering on 2.9.1: test_lowered.py): the scaffold records it as
+    # an xfail of the lowered check, and the case passes as written. Compiles twice.
+    status, _, err = scaffold(
+        project, capsys, "cases/models.py:Counter", "--input", "2x4", "--lower", "aoti",
+        "-o", "cases/counter.yaml",
+    )  # fmt: skip
+    assert status == 0
+    assert "ran the case on cpu: 4 passed, 1 xfailed; wrote 1 xfail(s), each marked REVIEW" in err
+    case = yaml.safe_load((project.path / "cases" / "counter.yaml").read_text())["cases"]
+    assert case["counter"]["lower"] == ["aoti"]
+    (xfail,) = case["counter"]["xfail"]
+    assert xfail["checks"] == ["lowered-aoti"]
+    assert xfail["stage"] in ("lowered-aoti", "lower")
+    run_cases(project).assert_outcomes(passed=4, xfailed=1)
+
+
 @pytest.mark.parametrize(
     ("argv", "stage", "message"),
     [
