@@ -7,7 +7,7 @@ names, so they live apart from the pytest collector (no pytest or torch import).
 
 from __future__ import annotations
 
-LOWERED = "lowered-"
+from pytest_exportcheck.spec.case import LOWERED_PREFIX as LOWERED
 
 
 def item_name(check: str, capture: str, device: str) -> str:

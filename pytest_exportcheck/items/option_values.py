@@ -82,14 +82,14 @@ def memory_limit(config: pytest.Config) -> tuple[int | None, bool]:
 
 def lowering_targets(config: pytest.Config) -> tuple[str, ...]:
     """The run's lowering targets (--exportcheck-lower, or the ini option), as checks."""
-    from pytest_exportcheck.spec.case import LOWERED_CHECKS
+    from pytest_exportcheck.spec.case import LOWERING_TARGETS, lowered_check
 
     text = config.getoption("exportcheck_lower") or config.getini("exportcheck_lower") or ""
     names = [name.strip() for name in str(text).split(",") if name.strip()]
-    known = [check.removeprefix("lowered-") for check in LOWERED_CHECKS]
-    unknown = [name for name in names if name not in known]
+    unknown = [name for name in names if name not in LOWERING_TARGETS]
     if unknown:
         raise pytest.UsageError(
-            f"--exportcheck-lower: unknown target {unknown[0]!r}; known: {', '.join(known)}"
+            f"--exportcheck-lower: unknown target {unknown[0]!r}; "
+            f"known: {', '.join(LOWERING_TARGETS)}"
         )
-    return tuple(f"lowered-{name}" for name in names)
+    return tuple(map(lowered_check, names))

@@ -19,14 +19,13 @@ from __future__ import annotations
 
 from pytest_exportcheck.lowering.aoti import AOTInductor
 from pytest_exportcheck.lowering.inductor import Inductor
-from pytest_exportcheck.lowering.target import LOWERED_PREFIX, Target
+from pytest_exportcheck.lowering.target import Target
+from pytest_exportcheck.spec.case import LOWERED_PREFIX, lowered_check
 
+# One per name in spec/case.py's LOWERING_TARGETS (what the schema's `lower:` takes).
 TARGETS: dict[str, Target] = {"inductor": Inductor(), "aoti": AOTInductor()}
 
-
-def lowered_check(target: str) -> str:
-    """The check a target is: ``lowered-aoti``."""
-    return f"{LOWERED_PREFIX}{target}"
+__all__ = ["TARGETS", "lowered_check", "target_of"]
 
 
 def target_of(check: str) -> Target | None:

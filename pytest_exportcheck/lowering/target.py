@@ -13,8 +13,6 @@ import torch
 
 from pytest_exportcheck.containment.failures import CheckFailure, ExportCheckError, exception_text
 
-LOWERED_PREFIX = "lowered-"
-
 # Inductor draws random numbers with a generator of its own (philox), so a forward
 # that draws (dropout in training mode) gives other numbers than eager for the same
 # seed, by design. Its random ops fall back to aten's kernels here, so that what is

@@ -38,11 +38,8 @@ from pytest_exportcheck.scaffold.render import (
     render,
 )
 from pytest_exportcheck.scaffold.requires import requirements
-from pytest_exportcheck.spec.case import DEFAULT_CAPTURES, LOWERED_CHECKS, Case
+from pytest_exportcheck.spec.case import DEFAULT_CAPTURES, LOWERING_TARGETS, Case
 from pytest_exportcheck.spec.load import case_schema, load_case_file
-
-# The targets `lower:` takes, as the schema lists them (lowered-<target> checks).
-LOWERING_TARGETS = tuple(check.removeprefix("lowered-") for check in LOWERED_CHECKS)
 
 
 def capture_names() -> list[str]:

@@ -19,8 +19,18 @@ ALL_CHECKS: tuple[str, ...] = (
     "consistency",
     "recorded",
 )
-# Opt-in (a case's `lower:` or `checks:`, or --exportcheck-lower): they compile C++.
-LOWERED_CHECKS: tuple[str, ...] = ("lowered-inductor", "lowered-aoti")
+# Lowering targets (lowering/), each a check of its own, lowered-<target>; opt-in (a
+# case's `lower:` or `checks:`, or --exportcheck-lower): they compile C++.
+LOWERING_TARGETS: tuple[str, ...] = ("inductor", "aoti")
+LOWERED_PREFIX = "lowered-"
+
+
+def lowered_check(target: str) -> str:
+    """The check a lowering target is: ``lowered-aoti``."""
+    return f"{LOWERED_PREFIX}{target}"
+
+
+LOWERED_CHECKS: tuple[str, ...] = tuple(map(lowered_check, LOWERING_TARGETS))
 DEFAULT_CAPTURES: tuple[str, ...] = ("export",)
 DEFAULT_MUTATION_STEPS = 3
 DEFAULT_PARITY_STEPS = 1

@@ -31,6 +31,7 @@ from pytest_exportcheck.spec.case import (
     ParityTolerance,
     ToleranceOverride,
     XfailSpec,
+    lowered_check,
 )
 from pytest_exportcheck.spec.dynamic import DynamicSpec, parse_dynamic, tensor_paths
 from pytest_exportcheck.spec.errors import SpecError
@@ -297,7 +298,7 @@ def _build_case(
 
 def _lowered(raw: dict[str, Any]) -> list[str]:
     """The checks a case's ``lower:`` targets are (``lowered-aoti``, ...)."""
-    return [f"lowered-{target}" for target in raw.get("lower", ())]
+    return [lowered_check(target) for target in raw.get("lower", ())]
 
 
 def _dynamic(raw: dict[str, Any]) -> DynamicSpec | None:

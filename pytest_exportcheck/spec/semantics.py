@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from pytest_exportcheck.spec.case import ALL_CHECKS, DEFAULT_CAPTURES
+from pytest_exportcheck.spec.case import ALL_CHECKS, DEFAULT_CAPTURES, lowered_check
 from pytest_exportcheck.spec.dynamic import dynamic_problems
 
 Problem = tuple[str, list[Any]]
@@ -64,7 +64,7 @@ def _xfail_scope(case: dict[str, Any]) -> Iterator[Problem]:
     xfails = xfails if isinstance(xfails, list) else [xfails]
     captures = case.get("captures", list(DEFAULT_CAPTURES))
     checks = case.get("checks", list(ALL_CHECKS))
-    checks = [*checks, *(f"lowered-{target}" for target in case.get("lower", ()))]
+    checks = [*checks, *map(lowered_check, case.get("lower", ()))]
     for index, xfail in enumerate(xfails):
         where: list[Any] = ["xfail", index] if isinstance(case.get("xfail"), list) else ["xfail"]
         for capture in xfail.get("captures", []):

@@ -54,6 +54,16 @@ def fake_compile(program, package_path=None, **kwargs):
 torch._inductor.aoti_compile_and_package = fake_compile
 """
 
+# AOTInductor refuses the program, as it would an operator it has no kernel for.
+REFUSE_COMPILE = """
+import torch._inductor
+
+def refuse(program, **kwargs):
+    raise RuntimeError("unsupported operator aten::frobnicate")
+
+torch._inductor.aoti_compile_and_package = refuse
+"""
+
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.runpytest("--exportcheck", *OFF, *args)
@@ -95,16 +105,7 @@ def test_aoti_drops_a_buffer_update_that_inductor_keeps(project: pytest.Pytester
 
 def test_a_lowering_call_that_raises_fails_at_the_lower_stage(project: pytest.Pytester) -> None:
     write_cases(project, MLP)
-    project.makeconftest(
-        """
-import torch._inductor
-
-def refuse(program, **kwargs):
-    raise RuntimeError("unsupported operator aten::frobnicate")
-
-torch._inductor.aoti_compile_and_package = refuse
-"""
-    )
+    project.makeconftest(REFUSE_COMPILE)
     result = run(project)
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
@@ -230,16 +231,7 @@ def test_an_xfail_expects_a_lowering_failure_by_its_stage(project: pytest.Pytest
       match: frobnicate
 """,
     )
-    project.makeconftest(
-        """
-import torch._inductor
-
-def refuse(program, **kwargs):
-    raise RuntimeError("unsupported operator aten::frobnicate")
-
-torch._inductor.aoti_compile_and_package = refuse
-"""
-    )
+    project.makeconftest(REFUSE_COMPILE)
     run(project).assert_outcomes(passed=1, xfailed=1)
 
 
@@ -318,3 +310,12 @@ def test_a_lowered_item_name_reads_back_as_its_check_capture_and_device() -> Non
     name = item_name("lowered-aoti", "export-strict", "cuda:1")
     assert name == "lowered[aoti-export-strict-cuda:1]"
     assert split_item_name(name) == ("lowered-aoti", "export-strict", "cuda:1")
+
+
+def test_every_target_the_schema_takes_is_built() -> None:
+    from pytest_exportcheck.lowering import TARGETS
+    from pytest_exportcheck.spec.case import LOWERING_TARGETS
+    from pytest_exportcheck.spec.load import case_schema
+
+    assert tuple(TARGETS) == LOWERING_TARGETS
+    assert tuple(case_schema()["$defs"]["lowerTarget"]["enum"]) == LOWERING_TARGETS
