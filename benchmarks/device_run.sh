@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
-# The GPU machine's record in one call (DEVELOPERS.md): the scaling curve of the
-# bundled corpus on CPU (serial, then -n 14 with and without the GPU visible, 8, 4,
-# 2), the corpus on every device under -n 14, then the project's tests under -n 14,
-# each step only while the budget leaves room for it. Everything lands in
+# The GPU machine's record in one call (DEVELOPERS.md): the bundled corpus on every
+# device and the project's tests under -n 14, the lowering targets on the GPU, then
+# the scaling curve of the corpus on CPU (-n 14 with and without the GPU visible,
+# serial, 8, 4, 2). Everything lands in
 # OUTDIR/device.tgz plus OUTDIR/walls.txt (the device tool returns at most 8 files).
 #
 #   bash benchmarks/device_run.sh "$OUT" 540
 #
-# The serial run goes first and fills pytest's cache with item durations, so the
-# parallel runs schedule longest first as a CI job with a restored cache would.
+# Steps run in the order they are owed; each only while the budget leaves room for it.
 # CORPUS_PATHS narrows the corpus (a smoke run of this script: cases/basics.yaml).
 set -u
 out=${1:?usage: device_run.sh OUTDIR [BUDGET_SECONDS]}
@@ -65,16 +64,25 @@ corpus() {  # corpus NAME WORKERS [more pytest args]
 
 export -f corpus
 export work
-step serial 200 bash -c 'corpus "$@"' corpus serial 0 --exportcheck-devices cpu
+# The owed record first (DEVELOPERS.md): the corpus on every device and the project's
+# tests, both under -n 14; the first run also fills pytest's cache with item durations,
+# so the later corpus runs schedule longest first as a CI job with a restored cache would.
+step gpu 90 bash -c 'corpus "$@"' corpus gpu 14 --exportcheck-devices all
+step tests 60 python3 -m pytest tests -n 14 -q -p no:cacheprovider --durations=25
+# Lowering targets on the GPU (docs/lowering.md): AOTInductor and Inductor with Triton
+# kernels, the export capture of three case files, cuda:0 items only. Each worker's
+# Inductor gets 2 compile threads, not 16: 14 workers share the 16 cores.
+step lowered-cuda 120 env TORCHINDUCTOR_COMPILE_THREADS=2 bash -c 'corpus "$@"' corpus \
+    lowered-cuda 14 --exportcheck-devices all --exportcheck-lower aoti,inductor \
+    -k "lowered and export-cuda" cases/basics.yaml cases/state.yaml cases/layers.yaml
 step n14 60 bash -c 'corpus "$@"' corpus n14 14 --exportcheck-devices cpu
 # The same with the GPU hidden: what 14 CUDA contexts cost a CPU-only run (docs/devices.md,
 # "A CPU-only run on a GPU machine": torch's capture starts one per process).
 step n14-hidden-gpu 60 env CUDA_VISIBLE_DEVICES= bash -c 'corpus "$@"' corpus n14-hidden-gpu 14 \
     --exportcheck-devices cpu
+step serial 200 bash -c 'corpus "$@"' corpus serial 0 --exportcheck-devices cpu
 step n8 60 bash -c 'corpus "$@"' corpus n8 8 --exportcheck-devices cpu
 step n4 80 bash -c 'corpus "$@"' corpus n4 4 --exportcheck-devices cpu
-step gpu 90 bash -c 'corpus "$@"' corpus gpu 14 --exportcheck-devices all
-step tests 60 python3 -m pytest tests -n 14 -q -p no:cacheprovider
 step n2 110 bash -c 'corpus "$@"' corpus n2 2 --exportcheck-devices cpu
 
 cp .pytest_cache/v/exportcheck/durations "$work/durations.json" 2>/dev/null
