@@ -68,7 +68,7 @@ export work
 # tests, both under -n 14; the first run also fills pytest's cache with item durations,
 # so the later corpus runs schedule longest first as a CI job with a restored cache would.
 step gpu 90 bash -c 'corpus "$@"' corpus gpu 14 --exportcheck-devices all
-step tests 60 python3 -m pytest tests -n 14 -q -p no:cacheprovider --durations=25
+step tests 60 python3 -m pytest tests -n 14 -v -p no:cacheprovider --durations=25
 # Lowering targets on the GPU (docs/lowering.md): AOTInductor and Inductor with Triton
 # kernels, the export capture of three case files, cuda:0 items only. Each worker's
 # Inductor gets 2 compile threads, not 16: 14 workers share the 16 cores.

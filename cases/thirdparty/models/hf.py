@@ -1,7 +1,7 @@
 """Tiny Hugging Face transformers models, built from a config: nothing is downloaded.
 
 Each factory imports transformers inside the function, so this file imports without
-it (the cases that use it say ``requires: ["transformers"]`` and skip before any
+it (the cases that use it say ``requires: ["transformers==4.57.6"]`` and skip before any
 factory runs). Sizes are the smallest that keep each architecture's structure: two
 layers, hidden 32, a 100-token vocabulary; weights come from the config's own
 initializer under the case's seed. ``use_cache=False`` is set where the model has a
