@@ -8,7 +8,7 @@ runtime tensors serves them all; what needs only to read the tensors
 (``torch.export.save``, ``run_decompositions()``) gets the program's own::
 
     ep (never run) ── its tensors ──────────────┬── copy for run_decompositions()
-         ├── lazy copies (dropped once saved) ──┴── copy for torch.export.save
+         ├── borrowed storages (saving only) ───┴── copy for torch.export.save
          └── runtime tensors (one clone, reset ─┬── copy → ep.module()
              to ep's values before each copy)   ├── copy → unflatten(ep)
                                                 └── copy of the decomposed → .module()
@@ -35,7 +35,7 @@ from typing import TypeVar
 
 import torch
 
-from pytest_exportcheck.model.copy_on_write import WriteMark, lazily_copyable, lazy_memo
+from pytest_exportcheck.model.copy_on_write import WriteMark, borrowed_memo, lazily_copyable
 from pytest_exportcheck.model.isolation import private_copy, quiet_torch_internals
 
 P = TypeVar("P")
@@ -57,16 +57,18 @@ class ProgramCopies:
         return _copy(program, {id(own): alias for own, alias in self._aliases})
 
     def saving(self, program: P) -> P:
-        """A copy of ``program`` for ``torch.export.save``, on lazy copies of its values.
+        """A copy of ``program`` for ``torch.export.save``, over storages that borrow its
+        values' bytes: use it only while ``program`` lives, and only to save.
 
         Save reads each tensor through ``data_ptr()``, which gives a copy-on-write
         tensor bytes of its own (``copy_on_write.py``): on a reading copy, ep's own
-        tensors would keep those bytes for the rest of the case (VGG-11: 507 MB);
-        on lazy copies they go with the copy once saved. Tensors torch cannot copy
-        lazily are read where they are, as :meth:`reading` reads them.
+        tensors would keep those bytes for the rest of the case (VGG-11: 507 MB),
+        and even on lazy copies dropped after the save, every save paid that copy.
+        Tensors that cannot be borrowed are read where they are, as :meth:`reading`
+        reads them.
         """
         own = [own for own, _ in self._aliases]
-        memo = lazy_memo(own)
+        memo = borrowed_memo(own)
         for own_tensor, alias in self._aliases:
             if not lazily_copyable(own_tensor):
                 memo[id(own_tensor)] = alias

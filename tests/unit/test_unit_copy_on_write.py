@@ -114,3 +114,24 @@ def test_shared_unwritten_bytes_are_known_the_same_without_reading_them() -> Non
         copy.weight.add_(0.0)  # written: its own bytes now, the same values
     assert not same_bytes(copy.weight, model.weight)
     assert bit_identical(copy.weight, model.weight)  # which the value comparison still finds
+
+
+def test_a_borrowed_copy_reads_the_same_bytes_without_unsharing_them() -> None:
+    """What torch.export.save is given: tensors over the originals' bytes, views of one
+    storage still views of one, and reading their data_ptr() copies nothing."""
+    import copy
+
+    from pytest_exportcheck.model.copy_on_write import borrowed_memo
+
+    original = torch.arange(12.0)
+    base = torch._lazy_clone(original)  # copy-on-write, as a capture's tensors are
+    weight = nn.Parameter(base[:6].view(2, 3))
+    tail = base[6:]
+    originals = [weight, tail]
+    borrowed_weight, borrowed_tail = copy.deepcopy(originals, borrowed_memo(originals))
+
+    assert type(borrowed_weight) is nn.Parameter
+    assert torch.equal(borrowed_weight, weight) and torch.equal(borrowed_tail, tail)
+    assert borrowed_weight.untyped_storage()._cdata == borrowed_tail.untyped_storage()._cdata
+    assert borrowed_tail.data_ptr() == tail.const_data_ptr()  # no copy made for the reader
+    assert is_shared(weight) and is_shared(tail)
