@@ -33,8 +33,14 @@ class _KeepInstalledModules(_pytest.pytester.SysModulesSnapshot):
             if name.startswith("pytest_exportcheck"):
                 return True
             module = sys.modules.get(name)
-            path = getattr(module, "__file__", None) or ""
-            return "site-packages" in path or bool(preserve and preserve(name))
+            # A namespace package (executorch) has no __file__, only a __path__ (torch's op
+            # namespaces answer any attribute: only real strings and path lists are read).
+            file, path = getattr(module, "__file__", None), getattr(module, "__path__", None)
+            paths = [file] if isinstance(file, str) else []
+            if isinstance(path, list) or type(path).__name__ == "_NamespacePath":
+                paths += [entry for entry in path if isinstance(entry, str)]
+            installed = any("site-packages" in entry for entry in paths)
+            return installed or bool(preserve and preserve(name))
 
         super().__init__(preserve=keep)
 

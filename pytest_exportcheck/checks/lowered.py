@@ -55,7 +55,9 @@ def check_lowered(case: Case, record: CaptureRecord, target: Target) -> list[str
                 got += subject.run(lowered.call, inputs, steps=steps - 1, state_of=lowered.state)
         fresh = None
         if lowered.package is not None:
-            fresh = run_in_fresh_process(lowered.package, inputs, steps=steps, seed=case.seed)
+            fresh = run_in_fresh_process(
+                lowered.package, inputs, steps=steps, seed=case.seed, directory=Path(directory)
+            )
     lifted = lifted_state(record) if lowered.state is not None else set()
     tolerance = Tolerance.of_case(case)
     findings: list[str] = []
@@ -85,7 +87,9 @@ def check_lowered(case: Case, record: CaptureRecord, target: Target) -> list[str
             )
         )
     size = "" if lowered.size_bytes is None else f", {lowered.size_bytes / 2**20:.1f} MiB"
-    findings.append(Info(f"lowered to {target.name} in {lowered.seconds:.1f} s{size}"))
+    cached = ": a package an earlier run compiled from the same program, loaded from the cache"
+    cached = cached if lowered.from_cache else ""
+    findings.append(Info(f"lowered to {target.name} in {lowered.seconds:.1f} s{size}{cached}"))
     return findings
 
 

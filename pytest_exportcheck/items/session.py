@@ -30,6 +30,7 @@ from pytest_exportcheck.items.item_run import Source, SourceFor
 from pytest_exportcheck.items.worker_crashes import WORKER_CRASHES, WorkerCrashes
 from pytest_exportcheck.model.devices import WORKER_DEVICES, DeviceSelection, is_accelerator
 from pytest_exportcheck.recordings.recording import OBSERVATION, RECORDED_ENTRY
+from pytest_exportcheck.spec.case import LOWERED_PREFIX
 
 if TYPE_CHECKING:
     from pytest_exportcheck.capture import CaptureRecord
@@ -104,6 +105,12 @@ class ExportCheckSession(WorkerCrashes):
                 if item.check == "recorded":
                     self.recordings.collected.add(str(item.case.path))
                     self.recordings.expect(item.case.path, item.case.name, item.capture)
+        checks = {str(getattr(item, "check", "")) for item in session.items}
+        if any(check.startswith(LOWERED_PREFIX) for check in checks) and self._runs_items():
+            from pytest_exportcheck.lowering import artifact_cache
+
+            cache = getattr(self.config, "cache", None)  # None under -p no:cacheprovider
+            artifact_cache.use(cache.mkdir(artifact_cache.CACHE_NAME) if cache else None)
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         # A case file whose recorded items were not all selected did not run whole:
@@ -170,13 +177,15 @@ class ExportCheckSession(WorkerCrashes):
             from pytest_exportcheck.parallel.worker_threads import limit_for_worker
 
             limit_for_worker(int(self.config.workerinput.get("workercount", 1)))
-        runs_items = hasattr(self.config, "workerinput") or not getattr(
-            self.config.option, "numprocesses", None
-        )
-        if self.memory_limit is not None and runs_items and not self._checks_cuda():
+        if self.memory_limit is not None and self._runs_items() and not self._checks_cuda():
             from pytest_exportcheck.containment import memory_limit
 
             self._limit_replaced = memory_limit.apply(self.memory_limit)
+
+    def _runs_items(self) -> bool:
+        """This process runs items: an xdist worker, or a run without workers."""
+        numprocesses = getattr(self.config.option, "numprocesses", None)
+        return hasattr(self.config, "workerinput") or not numprocesses
 
     def _checks_cuda(self) -> bool:
         devices = self.devices

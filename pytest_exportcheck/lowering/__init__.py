@@ -2,8 +2,9 @@
 
 A target takes the capture's ``ExportedProgram`` and gives something that runs:
 ``aoti`` (``torch._inductor.aoti_compile_and_package``, then ``aoti_load_package``:
-the package a C++ or Python server loads) and ``inductor`` (``torch.compile`` of
-``ep.module()``). Each target is a check of its own, ``lowered-<target>``, named
+the package a C++ or Python server loads), ``inductor`` (``torch.compile`` of
+``ep.module()``) and ``executorch`` (the ``.pte`` ExecuTorch's runtime runs). Each
+target is a check of its own, ``lowered-<target>``, named
 ``lowered[<target>-<capture>-<device>]`` (``items/item_names.py``), opted into by a
 case's ``lower:`` key or the run's ``--exportcheck-lower``: lowering compiles C++
 and costs seconds to minutes a program. The check (``checks/lowered.py``) compares
@@ -18,12 +19,17 @@ backends only when they lower).
 from __future__ import annotations
 
 from pytest_exportcheck.lowering.aoti import AOTInductor
+from pytest_exportcheck.lowering.executorch import ExecuTorch
 from pytest_exportcheck.lowering.inductor import Inductor
 from pytest_exportcheck.lowering.target import Target
 from pytest_exportcheck.spec.case import LOWERED_PREFIX, lowered_check
 
 # One per name in spec/case.py's LOWERING_TARGETS (what the schema's `lower:` takes).
-TARGETS: dict[str, Target] = {"inductor": Inductor(), "aoti": AOTInductor()}
+TARGETS: dict[str, Target] = {
+    "inductor": Inductor(),
+    "aoti": AOTInductor(),
+    "executorch": ExecuTorch(),
+}
 
 __all__ = ["TARGETS", "lowered_check", "target_of"]
 

@@ -66,9 +66,15 @@ class FreshRun:
 
 
 def run_in_fresh_process(
-    package: Path, inputs: tuple[tuple[Any, ...], dict[str, Any]], *, steps: int, seed: int
+    package: Path,
+    inputs: tuple[tuple[Any, ...], dict[str, Any]],
+    *,
+    steps: int,
+    seed: int,
+    directory: Path,
 ) -> FreshRun:
-    directory = package.parent
+    """Load ``package`` in a new ``python``; the files it exchanges go in ``directory``
+    (the item's own: a cached package is shared between workers)."""
     inputs_file, result_file = directory / "inputs.pt", directory / "fresh-result.pt"
     torch.save(inputs, inputs_file)
     command = [sys.executable, "-c", CHILD, str(package), str(inputs_file), str(result_file)]

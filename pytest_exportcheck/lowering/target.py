@@ -39,6 +39,8 @@ class Lowered:
     compiles_at_first_call: bool = False
     # An artifact a fresh interpreter loads (lowering/fresh_process.py), where there is one.
     package: Path | None = None
+    # Compiled in an earlier run from the same program (artifact_cache.py): only loaded now.
+    from_cache: bool = False
 
 
 class Target(Protocol):

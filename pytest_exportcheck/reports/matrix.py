@@ -41,6 +41,7 @@ CHECK_LETTERS: dict[str, str] = {
     "consistency": "C",
     "lowered-inductor": "I",
     "lowered-aoti": "A",
+    "lowered-executorch": "T",  # X is xpassed; T for (execu)Torch
 }
 CONSISTENCY = "consistency"
 _DEVICE_KINDS = ("cpu", "cuda", "xpu", "mps", "meta")

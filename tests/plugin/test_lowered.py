@@ -9,10 +9,36 @@ logic is what fails on purpose.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+
 import pytest
 from casekit import write_cases
 
 OFF = ["-p", "no:cacheprovider"]
+INDUCTOR_CACHE = "TORCHINDUCTOR_CACHE_DIR"
+
+
+@pytest.fixture(autouse=True)
+def _torch_left_as_found(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The test projects' conftests replace torch's lowering calls, and a run that lowers
+    points Inductor's cache at its project: all of it is put back after each test."""
+    import torch
+    import torch._inductor
+
+    from pytest_exportcheck.lowering import artifact_cache
+
+    for name in ("aoti_compile_and_package", "aoti_load_package"):
+        monkeypatch.setattr(torch._inductor, name, getattr(torch._inductor, name))
+    monkeypatch.setattr(torch, "compile", torch.compile)
+    cache_dir = os.environ.pop(INDUCTOR_CACHE, None)  # as a user's process starts
+    yield
+    artifact_cache.use(None)
+    if cache_dir is None:
+        os.environ.pop(INDUCTOR_CACHE, None)
+    else:
+        os.environ[INDUCTOR_CACHE] = cache_dir
+
 
 COUNTER = """
 cases:
@@ -161,6 +187,49 @@ torch._inductor.aoti_load_package = fake_load
     result = run(project)
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines([expected])
+
+
+def test_an_unchanged_program_is_loaded_from_the_cache_not_compiled_again(
+    project: pytest.Pytester,
+) -> None:
+    write_cases(project, MLP)
+    project.makeconftest(
+        FAKE_COMPILE.replace(
+            "    with open(package_path",
+            '    with open("compiles.txt", "a") as compiles:\n'
+            '        compiles.write("compiled\\n")\n'
+            "    with open(package_path",
+        )
+        + """
+import sys, torch
+sys.path.insert(0, "cases")
+from models import Mlp
+
+def fake_load(path, **kwargs):
+    torch.manual_seed(0)
+    return Mlp()
+
+torch._inductor.aoti_load_package = fake_load
+"""
+    )
+    compiles = project.path / "compiles.txt"
+    cached = "*a package an earlier run compiled from the same program, loaded from the cache*"
+    packages = project.path / ".pytest_cache" / "d" / "exportcheck-lowering" / "packages"
+
+    # The fresh process cannot load the fake package: each run fails on that, and says
+    # how the package was had.
+    project.runpytest("--exportcheck").assert_outcomes(passed=1, failed=1)
+    assert compiles.read_text() == "compiled\n"
+    assert [path.suffix for path in packages.iterdir()] == [".pt2"]
+    assert os.environ[INDUCTOR_CACHE] == str(packages.parent / "inductor")
+
+    again = project.runpytest("--exportcheck")
+    again.assert_outcomes(passed=1, failed=1)
+    again.stdout.fnmatch_lines([cached])
+    assert compiles.read_text() == "compiled\n"
+
+    project.runpytest("--exportcheck", "--cache-clear").assert_outcomes(passed=1, failed=1)
+    assert compiles.read_text() == "compiled\ncompiled\n"
 
 
 def test_a_package_that_loads_only_where_it_was_made_is_a_finding(
@@ -319,3 +388,81 @@ def test_every_target_the_schema_takes_is_built() -> None:
 
     assert tuple(TARGETS) == LOWERING_TARGETS
     assert tuple(case_schema()["$defs"]["lowerTarget"]["enum"]) == LOWERING_TARGETS
+
+
+def test_executorch_without_its_package_is_not_applicable(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    from pytest_exportcheck.lowering import executorch
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        executorch.importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "executorch" else real(name, *a),
+    )
+    write_cases(project, MLP.replace("lower: [aoti]", "lower: [executorch]"))
+    result = run(project, "-rs")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(
+        ["SKIPPED [[]1[]] cases/main.yaml:2: not applicable: ExecuTorch is not installed*"]
+    )
+
+
+def test_executorch_runs_the_program_and_keeps_its_buffer_updates(
+    project: pytest.Pytester,
+) -> None:
+    # A real lowering (about a second: ExecuTorch's kernels are prebuilt); its buffer
+    # lives inside the .pte, so the update is judged by the outputs of two calls.
+    # Imported here, before the in-process runs: pytester's module snapshot would
+    # otherwise drop half of the package after the first run that imports it.
+    pytest.importorskip(
+        "executorch.extension.pybindings.portable_lib",
+        reason="executorch is an optional lowering target",
+    )
+    write_cases(project, COUNTER.replace("lower: [aoti, inductor]", "lower: [executorch]"))
+    result = run(project, "-k", "counter")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "checks: M mutation  T lowered-executorch",
+            "  counter        .g",
+            "*state not read: executorch keeps parameters and buffers inside what it built*",
+        ]
+    )
+
+
+def test_an_executorch_program_that_drops_a_buffer_update_fails(
+    project: pytest.Pytester,
+) -> None:
+    # pytorch/executorch#7515's shape: the lowered program forgets its buffer's update,
+    # so its second call gives the first call's outputs again.
+    # Imported here, before the in-process runs: pytester's module snapshot would
+    # otherwise drop half of the package after the first run that imports it.
+    pytest.importorskip(
+        "executorch.extension.pybindings.portable_lib",
+        reason="executorch is an optional lowering target",
+    )
+    write_cases(project, COUNTER.replace("lower: [aoti, inductor]", "lower: [executorch]"))
+    project.makeconftest(
+        """
+import sys, torch
+sys.path.insert(0, "cases")
+from models import Counter
+import executorch.extension.pybindings.portable_lib as portable
+
+class Forgetful:
+    def forward(self, inputs):
+        torch.manual_seed(0)  # the case's seed: the case's weights, a count from zero
+        return [Counter()(*inputs)]
+
+portable._load_for_executorch = lambda path, *args, **kwargs: Forgetful()
+"""
+    )
+    result = run(project, "-k", "counter")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        ["[[]lowered-executorch[]] after call 2/2: output: 8 / 8 elements outside tolerance*"]
+    )

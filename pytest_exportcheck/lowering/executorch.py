@@ -1,0 +1,72 @@
+"""``executorch``: the ``.pte`` program ExecuTorch's runtime runs on a phone or a board.
+
+``executorch.exir.to_edge(ep).to_executorch()`` lowers the program to the Edge
+dialect and then to ExecuTorch's format, run here by its portable kernels through
+its Python bindings, the reference every delegate (XNNPACK, Core ML, ...) is
+tested against. Its weights and mutable buffers live inside the program: a buffer
+update it drops (pytorch/executorch#7515: a trailing ``buffer.copy_(x)`` removed
+on the way down) shows only in its outputs over several calls.
+
+The runtime takes the program's inputs flat, in the order of ``ep``'s input spec,
+and gives its outputs flat: they are put back into ``ep``'s output structure, so
+the check compares the same tree as eager's.
+
+Measured here: executorch 1.5.1 from the package registry installs beside torch
+2.13.0+cpu without replacing it, and lowers a small model in about a second (no
+C++ compile: the kernels are prebuilt). Not installed: n/a, naming the package.
+CPU only: its GPU backends are not part of the Python bindings.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.utils import _pytree as pytree
+
+from pytest_exportcheck.lowering.target import Lowered, raising_at, timed
+
+
+class ExecuTorch:
+    name = "executorch"
+
+    def unavailable(self, device: str) -> str | None:
+        if importlib.util.find_spec("executorch") is None:
+            return "ExecuTorch is not installed (pip install executorch)"
+        if device != "cpu":
+            return "ExecuTorch's portable runtime runs on the CPU only"
+        return None
+
+    def lower(self, program: torch.export.ExportedProgram, directory: Path) -> Lowered:
+        with raising_at("lower", "executorch.exir.to_edge(ep).to_executorch()"):
+            from executorch.exir import to_edge
+
+            built, lowering = timed(lambda: to_edge(program).to_executorch())
+        path = directory / "program.pte"
+        path.write_bytes(built.buffer)
+        with raising_at("load", "executorch's _load_for_executorch"):
+            from executorch.extension.pybindings.portable_lib import _load_for_executorch
+
+            loaded, loading = timed(lambda: _load_for_executorch(str(path)))
+        return Lowered(
+            call=_Flat(loaded, program.call_spec.in_spec, program.call_spec.out_spec),
+            state=None,
+            seconds=lowering + loading,
+            size_bytes=path.stat().st_size,
+        )
+
+
+class _Flat:
+    """ExecuTorch's method called as the program is: tree inputs in, tree outputs out."""
+
+    def __init__(self, loaded: Any, in_spec: Any, out_spec: Any) -> None:
+        self.loaded, self.in_spec, self.out_spec = loaded, in_spec, out_spec
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from torch.export._tree_utils import reorder_kwargs
+
+        flat, _ = pytree.tree_flatten((args, reorder_kwargs(kwargs, self.in_spec)))
+        outputs = self.loaded.forward(tuple(flat))
+        return pytree.tree_unflatten(list(outputs), self.out_spec)
