@@ -41,8 +41,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         metavar="LIST",
         help="lowering targets every export capture is also checked through, comma-separated: "
-        "aoti, inductor (adds to each case's `lower:`; lowering compiles C++, seconds to "
-        "minutes a program).",
+        "aoti, inductor, executorch (adds to each case's `lower:`; lowering compiles C++, "
+        "seconds to minutes a program; packages are kept under pytest's cache).",
     )
     group.addoption(
         "--exportcheck-gpu-workers",

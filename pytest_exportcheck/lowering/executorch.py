@@ -44,14 +44,15 @@ class ExecuTorch:
             from executorch.exir import to_edge
 
             built, lowering = timed(lambda: to_edge(program).to_executorch())
+        call = _Flat(program, built.exported_program())
         path = directory / "program.pte"
         path.write_bytes(built.buffer)
         with raising_at("load", "executorch's _load_for_executorch"):
             from executorch.extension.pybindings.portable_lib import _load_for_executorch
 
-            loaded, loading = timed(lambda: _load_for_executorch(str(path)))
+            call.loaded, loading = timed(lambda: _load_for_executorch(str(path)))
         return Lowered(
-            call=_Flat(loaded, program.call_spec.in_spec, program.call_spec.out_spec),
+            call=call,
             state=None,
             seconds=lowering + loading,
             size_bytes=path.stat().st_size,
@@ -59,14 +60,36 @@ class ExecuTorch:
 
 
 class _Flat:
-    """ExecuTorch's method called as the program is: tree inputs in, tree outputs out."""
+    """ExecuTorch's method called as the program is: tree inputs in, tree outputs out.
 
-    def __init__(self, loaded: Any, in_spec: Any, out_spec: Any) -> None:
-        self.loaded, self.in_spec, self.out_spec = loaded, in_spec, out_spec
+    Its outputs are the graph's less the buffer updates it applies inside: first the
+    new values of the user inputs the program mutates, then the user outputs. The
+    first are written back into the inputs, as ``ep.module()`` does.
+    """
+
+    def __init__(self, program: Any, lowered: Any) -> None:
+        from torch.export.graph_signature import InputKind, OutputKind
+
+        self.loaded: Any = None
+        self.in_spec, self.out_spec = program.call_spec.in_spec, program.call_spec.out_spec
+        # The lowered program's signature: torch 2.13's export may keep an input's
+        # mutation inside the graph, which the Edge dialect makes an output.
+        signature = lowered.graph_signature
+        user_inputs = [
+            spec.arg.name for spec in signature.input_specs if spec.kind == InputKind.USER_INPUT
+        ]
+        self.mutated = [
+            user_inputs.index(spec.target)
+            for spec in signature.output_specs
+            if spec.kind == OutputKind.USER_INPUT_MUTATION
+        ]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         from torch.export._tree_utils import reorder_kwargs
 
         flat, _ = pytree.tree_flatten((args, reorder_kwargs(kwargs, self.in_spec)))
-        outputs = self.loaded.forward(tuple(flat))
-        return pytree.tree_unflatten(list(outputs), self.out_spec)
+        outputs = list(self.loaded.forward(tuple(flat)))
+        with torch.no_grad():
+            for index, value in zip(self.mutated, outputs, strict=False):
+                flat[index].copy_(value)
+        return pytree.tree_unflatten(outputs[len(self.mutated) :], self.out_spec)
