@@ -21,6 +21,7 @@ from pathlib import Path
 
 from pytest_exportcheck.capture.export import ProgramRecord
 from pytest_exportcheck.capture.record import CaptureRecord
+from pytest_exportcheck.checks.lowered_sizes import lowered_across_sizes
 from pytest_exportcheck.checks.signal import no_signal
 from pytest_exportcheck.checks.steps import compare_step, fp64_output, lifted_state
 from pytest_exportcheck.comparison.compare_values import Tolerance, compare_trees
@@ -54,11 +55,14 @@ def check_lowered(case: Case, record: CaptureRecord, target: Target) -> list[str
         if steps > 1:
             with raising_at("run", f"the program {label}, at a later call,"):
                 got += subject.run(lowered.call, inputs, steps=steps - 1, state_of=lowered.state)
+        # After the steps: each size is another call of the same lowered program.
+        at_sizes = lowered_across_sizes(case, record, lowered.call, label, bool(mutated))
         fresh = None
         if lowered.package is not None:
             fresh = run_in_fresh_process(
-                lowered.package, inputs, steps=steps, seed=case.seed, directory=Path(directory)
-            )
+                lowered.package, inputs, steps=steps, seed=case.seed,
+                directory=Path(directory), kept=lowered.kept,
+            )  # fmt: skip
     lifted = lifted_state(record) if lowered.state is not None else set()
     tolerance = Tolerance.of_case(case)
     findings: list[str] = []
@@ -75,8 +79,6 @@ def check_lowered(case: Case, record: CaptureRecord, target: Target) -> list[str
         if problems:
             findings = [f"after call {index}/{steps}: {p}" for p in problems]
             break
-    if fresh is not None:
-        findings += _fresh_findings(fresh, eager_steps, label, tolerance, subject, steps)
     why = no_signal(eager_steps[0].output, tolerance)
     if why and not findings:  # parity fails the case's own program as vacuous (signal.py)
         findings.append(
@@ -85,6 +87,9 @@ def check_lowered(case: Case, record: CaptureRecord, target: Target) -> list[str
                 f"program {label} would agree with it as well"
             )
         )
+    findings += at_sizes
+    if fresh is not None:
+        findings += _fresh_findings(fresh, eager_steps, label, tolerance, subject, steps)
     if lowered.state is None and mutated:
         more = len(mutated) - 4
         shown = ", ".join(mutated[:4]) + (f" and {more} more" if more > 0 else "")
@@ -98,6 +103,8 @@ def check_lowered(case: Case, record: CaptureRecord, target: Target) -> list[str
     size = "" if lowered.size_bytes is None else f", {lowered.size_bytes / 2**20:.1f} MiB"
     cached = ": a package an earlier run compiled from the same program, loaded from the cache"
     cached = cached if lowered.from_cache else ""
+    if fresh is not None and fresh.from_cache:
+        cached += "; the fresh process's result as an earlier run's gave it for these inputs"
     findings.append(Info(f"lowered to {target.name} in {lowered.seconds:.1f} s{size}{cached}"))
     return findings
 

@@ -56,4 +56,5 @@ class AOTInductor:
             size_bytes=path.stat().st_size,
             package=path,
             from_cache=cached is not None,
+            kept=key is not None and cache is not None,
         )

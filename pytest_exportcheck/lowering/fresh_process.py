@@ -15,6 +15,9 @@ The child is given the inputs through ``torch.save`` (loaded with
 
 from __future__ import annotations
 
+import hashlib
+import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -63,6 +66,7 @@ class FreshRun:
     outputs: list[Any] | None
     stage: str | None = None
     error: str | None = None
+    from_cache: bool = False  # what an earlier run's fresh process gave for the same package
 
 
 def run_in_fresh_process(
@@ -72,11 +76,21 @@ def run_in_fresh_process(
     steps: int,
     seed: int,
     directory: Path,
+    kept: bool = False,
 ) -> FreshRun:
     """Load ``package`` in a new ``python``; the files it exchanges go in ``directory``
-    (the item's own: a cached package is shared between workers)."""
+    (the item's own: a cached package is shared between workers).
+
+    ``kept``: the package lives in the run's cache (``artifact_cache.py``), so what the
+    fresh process gave is kept beside it, under the digest of the inputs, steps and
+    seed, and a later run with the same package and inputs reads it instead of
+    starting a Python again (``FreshRun.from_cache`` says so).
+    """
     inputs_file, result_file = directory / "inputs.pt", directory / "fresh-result.pt"
     torch.save(inputs, inputs_file)
+    kept_file = _kept_result(package, inputs_file, steps, seed) if kept else None
+    if kept_file is not None and kept_file.is_file():
+        return _read(kept_file, from_cache=True)
     command = [sys.executable, "-c", CHILD, str(package), str(inputs_file), str(result_file)]
     command += [str(steps), str(seed)]
     try:
@@ -86,8 +100,22 @@ def run_in_fresh_process(
     if not result_file.exists():
         last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
         return FreshRun(None, "load", f"the process ended without a result: {last}")
+    if kept_file is not None:
+        partial = kept_file.with_name(f"{kept_file.name}.{os.getpid()}.partial")
+        shutil.copyfile(result_file, partial)
+        os.replace(partial, kept_file)  # atomic: another worker may read it
+    return _read(result_file, from_cache=False)
+
+
+def _kept_result(package: Path, inputs_file: Path, steps: int, seed: int) -> Path:
+    digest = hashlib.sha256(inputs_file.read_bytes())
+    digest.update(f"{steps} {seed} {torch.__version__}".encode())
+    return package.with_name(f"{package.stem}.fresh-{digest.hexdigest()[:32]}.pt")
+
+
+def _read(result_file: Path, *, from_cache: bool) -> FreshRun:
     result = torch.load(result_file, weights_only=False)
     if "error" in result:
         stage, _, error = result["error"].partition(": ")
-        return FreshRun(None, stage, error.strip())
-    return FreshRun(result["outputs"])
+        return FreshRun(None, stage, error.strip(), from_cache=from_cache)
+    return FreshRun(result["outputs"], from_cache=from_cache)

@@ -41,6 +41,8 @@ class Lowered:
     package: Path | None = None
     # Compiled in an earlier run from the same program (artifact_cache.py): only loaded now.
     from_cache: bool = False
+    # The package lives in the run's cache (artifact_cache.py), this run's or an earlier's.
+    kept: bool = False
 
 
 class Target(Protocol):

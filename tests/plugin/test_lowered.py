@@ -220,12 +220,14 @@ torch._inductor.aoti_load_package = fake_load
     # how the package was had.
     project.runpytest("--exportcheck").assert_outcomes(passed=1, failed=1)
     assert compiles.read_text() == "compiled\n"
-    assert [path.suffix for path in packages.iterdir()] == [".pt2"]
+    kept = sorted(path.name.split(".", 1)[1] for path in packages.iterdir())
+    assert kept[1] == "pt2" and kept[0].startswith("fresh-")  # the package, the fresh result
     assert os.environ[INDUCTOR_CACHE] == str(packages.parent / "inductor")
 
     again = project.runpytest("--exportcheck")
     again.assert_outcomes(passed=1, failed=1)
     again.stdout.fnmatch_lines([cached])
+    again.stdout.fnmatch_lines(["*the fresh process's result as an earlier run's gave it*"])
     assert compiles.read_text() == "compiled\n"
 
     project.runpytest("--exportcheck", "--cache-clear").assert_outcomes(passed=1, failed=1)
@@ -466,3 +468,57 @@ portable._load_for_executorch = lambda path, *args, **kwargs: Forgetful()
     result.stdout.fnmatch_lines(
         ["[[]lowered-executorch[]] after call 2/2: output: 8 / 8 elements outside tolerance*"]
     )
+
+
+DYNAMIC_MLP = """
+cases:
+  mlp:
+    description: a plain MLP with a dynamic batch
+    model: {target: models.py:Mlp}
+    inputs: {args: [{shape: [2, 4]}]}
+    checks: [parity]
+    dynamic:
+      dims: {batch: {min: 1, max: 8}}
+      shapes: {"args[0]": {0: batch}}
+    lower: [aoti]
+"""
+
+
+@pytest.mark.parametrize(
+    ("loaded", "expected"),
+    [
+        (  # pytorch/pytorch#151925: a size the program's guard refuses, computed
+            "Mlp()",
+            "*at batch=9 (above batch's max 8): the program lowered to aoti accepted a size "
+            "outside the declared range [[]1, 8[]] and computed a result",
+        ),
+        (
+            "lambda x: Mlp()(x) if x.shape[0] != 8 else Mlp()(x) + 1",
+            "*at batch=8 (max): output: * elements outside tolerance*",
+        ),
+    ],
+    ids=["outside the range computed", "wrong at max"],
+)
+def test_a_lowered_program_is_held_to_every_declared_size(
+    project: pytest.Pytester, loaded: str, expected: str
+) -> None:
+    write_cases(project, DYNAMIC_MLP)
+    project.makeconftest(
+        FAKE_COMPILE
+        + f"""
+import sys, torch
+sys.path.insert(0, "cases")
+from models import Mlp
+
+def fake_load(path, **kwargs):
+    torch.manual_seed(0)
+    made = {loaded}
+    torch.manual_seed(0)
+    return made
+
+torch._inductor.aoti_load_package = fake_load
+"""
+    )
+    result = run(project)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([expected])
