@@ -41,7 +41,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         metavar="LIST",
         help="lowering targets every export capture is also checked through, comma-separated: "
-        "aoti, inductor, executorch (adds to each case's `lower:`; lowering compiles C++, "
+        "aoti, inductor, executorch, onnx (adds to each case's `lower:`; lowering compiles C++, "
         "seconds to minutes a program; packages are kept under pytest's cache).",
     )
     group.addoption(

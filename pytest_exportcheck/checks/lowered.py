@@ -52,6 +52,8 @@ def check_lowered(case: Case, record: CaptureRecord, target: Target) -> list[str
             got = subject.run(lowered.call, inputs, steps=1, state_of=lowered.state)
         if lowered.compiles_at_first_call:  # the compile was that call
             lowered.seconds += time.perf_counter() - started
+        if not lowered.keeps_state and mutated:  # the artifact has no state to carry
+            steps, eager_steps = 1, eager_steps[:1]
         if steps > 1:
             with raising_at("run", f"the program {label}, at a later call,"):
                 got += subject.run(lowered.call, inputs, steps=steps - 1, state_of=lowered.state)
@@ -90,9 +92,16 @@ def check_lowered(case: Case, record: CaptureRecord, target: Target) -> list[str
     findings += at_sizes
     if fresh is not None:
         findings += _fresh_findings(fresh, eager_steps, label, tolerance, subject, steps)
-    if lowered.state is None and mutated:
-        more = len(mutated) - 4
-        shown = ", ".join(mutated[:4]) + (f" and {more} more" if more > 0 else "")
+    more = len(mutated) - 4
+    shown = ", ".join(mutated[:4]) + (f" and {more} more" if more > 0 else "")
+    if not lowered.keeps_state and mutated:
+        findings.append(
+            Note(
+                f"state not kept: {target.name} carries no state between calls, so the "
+                f"updates of {shown} are not in what it built; judged at the first call only"
+            )
+        )
+    elif lowered.state is None and mutated:
         findings.append(
             Note(
                 f"state not read: {target.name} keeps parameters and buffers inside what it "

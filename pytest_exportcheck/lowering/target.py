@@ -43,6 +43,9 @@ class Lowered:
     from_cache: bool = False
     # The package lives in the run's cache (artifact_cache.py), this run's or an earlier's.
     kept: bool = False
+    # False where the artifact carries no state between calls (an ONNX model): a case
+    # whose forward changes state is then judged at its first call only, and says so.
+    keeps_state: bool = True
 
 
 class Target(Protocol):

@@ -42,6 +42,7 @@ CHECK_LETTERS: dict[str, str] = {
     "lowered-inductor": "I",
     "lowered-aoti": "A",
     "lowered-executorch": "T",  # X is xpassed; T for (execu)Torch
+    "lowered-onnx": "O",
 }
 CONSISTENCY = "consistency"
 _DEVICE_KINDS = ("cpu", "cuda", "xpu", "mps", "meta")

@@ -21,7 +21,7 @@ ALL_CHECKS: tuple[str, ...] = (
 )
 # Lowering targets (lowering/), each a check of its own, lowered-<target>; opt-in (a
 # case's `lower:` or `checks:`, or --exportcheck-lower): they compile C++.
-LOWERING_TARGETS: tuple[str, ...] = ("inductor", "aoti", "executorch")
+LOWERING_TARGETS: tuple[str, ...] = ("inductor", "aoti", "executorch", "onnx")
 LOWERED_PREFIX = "lowered-"
 
 

@@ -522,3 +522,50 @@ torch._inductor.aoti_load_package = fake_load
     result = run(project)
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines([expected])
+
+
+def test_onnx_without_its_packages_is_not_applicable(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    from pytest_exportcheck.lowering import onnx
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        onnx.importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "onnxruntime" else real(name, *a),
+    )
+    write_cases(project, MLP.replace("lower: [aoti]", "lower: [onnx]"))
+    result = run(project, "-rs")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(
+        [
+            "SKIPPED [[]1[]] cases/main.yaml:2: not applicable: the onnx target needs "
+            "onnxruntime (pip install onnxruntime)"
+        ]
+    )
+
+
+def test_onnx_runs_the_program_and_says_it_keeps_no_state(project: pytest.Pytester) -> None:
+    # A real export to ONNX, run by ONNX Runtime: the MLP agrees with eager; the
+    # counter's update is not in an ONNX model, so it is judged at its first call, a gap.
+    pytest.importorskip("onnxruntime", reason="onnx is an optional lowering target")
+    pytest.importorskip("onnxscript", reason="onnx is an optional lowering target")
+    write_cases(
+        project,
+        COUNTER.replace("lower: [aoti, inductor]", "lower: [onnx]")
+        + MLP.replace("cases:\n", "").replace("lower: [aoti]", "lower: [onnx]"),
+    )
+    result = run(project, "-k", "counter or mlp")
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(
+        [
+            "checks: M mutation  P parity  O lowered-onnx",
+            "  counter        . g",
+            "  mlp             ..",
+            "*state not kept: onnx carries no state between calls, so the updates of count are "
+            "not in what it built; judged at the first call only",
+        ]
+    )
