@@ -39,30 +39,37 @@ def children() -> set[int]:
 
 
 def started_and_running(before: set[int]) -> list[str]:
-    """Children not in ``before``, still running and not torch's own, each described."""
-    described = []
+    """Children not in ``before``, still running and not torch's own, each described; and
+    those that ended without being waited for (a fork's copy that came back from forward
+    and ended itself is one: it may end before this reads, so it is seen as such)."""
+    running, ended = [], []
     for pid in sorted(children() - before):
-        command = _command(pid)
-        if command is None or any(mark in command for mark in _TORCHS):
-            continue  # gone (or a zombie) by now, or torch's worker
-        described.append(f"pid {pid} ({command[:80]})")
-    if not described:
-        return []
-    shown = ", ".join(described[:3]) + (" ..." if len(described) > 3 else "")
-    return [f"{len(described)} child process(es) left running: {shown} (not stopped)"]
+        state, command = _state(pid)
+        if state in ("Z", "X"):
+            ended.append(f"pid {pid}")
+        elif command is not None and not any(mark in command for mark in _TORCHS):
+            running.append(f"pid {pid} ({command[:80]})")  # None: gone by now
+    found = []
+    if running:
+        shown = ", ".join(running[:3]) + (" ..." if len(running) > 3 else "")
+        found.append(f"{len(running)} child process(es) left running: {shown} (not stopped)")
+    if ended:
+        shown = ", ".join(ended[:3]) + (" ..." if len(ended) > 3 else "")
+        found.append(f"{len(ended)} child process(es) ended but never waited for: {shown}")
+    return found
 
 
-def _command(pid: int) -> str | None:
-    """The running process's command line; None if it is gone or a zombie."""
+def _state(pid: int) -> tuple[str | None, str | None]:
+    """The process's state letter and command line; (None, None) if it is gone."""
     try:
         with open(f"/proc/{pid}/stat") as stat:
             state = stat.read().rsplit(")", 1)[1].split()[0]
         if state in ("Z", "X"):
-            return None
+            return state, None
         with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
-            return cmdline.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+            return state, cmdline.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
     except (OSError, IndexError):
-        return None
+        return None, None
 
 
 @contextmanager

@@ -339,7 +339,7 @@ def test_bad_check_names_its_index(tmp_path):
 
     assert error.message == (
         "cases.a.checks[1]: 'nope' is not one of: signature, hierarchy, mutation, parity, shapes, "
-        "moved, consistency, recorded, lowered-inductor, lowered-aoti"
+        "moved, consistency, recorded, lowered-inductor, lowered-aoti, lowered-executorch, lowered-onnx"
     )
 
 
@@ -424,12 +424,14 @@ def test_shipped_case_file_loads_without_errors(path):
 
 
 def test_an_unknown_lowering_target_names_the_known_ones(tmp_path):
-    text = one_case("    lower: [aoti, onnx]\n")
+    text = one_case("    lower: [aoti, tflite]\n")
 
     error = case_error(tmp_path, text)
 
-    assert error.line == line_with(text, "onnx")
-    assert error.message == "cases.a.lower[1]: 'onnx' is not one of: inductor, aoti"
+    assert error.line == line_with(text, "tflite")
+    assert error.message == (
+        "cases.a.lower[1]: 'tflite' is not one of: inductor, aoti, executorch, onnx"
+    )
 
 
 def test_lower_adds_its_targets_as_checks_after_the_others(tmp_path):
