@@ -231,6 +231,9 @@ class ExportCheckSession(WorkerCrashes):
             from pytest_exportcheck.containment import memory_limit
 
             memory_limit.restore(self._limit_replaced)
+        artifact_cache = sys.modules.get("pytest_exportcheck.lowering.artifact_cache")
+        if artifact_cache is not None:  # the caller's process as it was (check_model)
+            artifact_cache.use(None)
         process_state = sys.modules.get("pytest_exportcheck.containment.process_state")
         session = getattr(self, "_session", None)
         if process_state is None or session is None or hasattr(config, "workerinput"):

@@ -198,6 +198,9 @@ def test_an_unchanged_program_is_loaded_from_the_cache_not_compiled_again(
             "    with open(package_path",
             '    with open("compiles.txt", "a") as compiles:\n'
             '        compiles.write("compiled\\n")\n'
+            "    import os\n"
+            '    with open("inductor_cache.txt", "w") as where:\n'
+            '        where.write(os.environ.get("TORCHINDUCTOR_CACHE_DIR", ""))\n'
             "    with open(package_path",
         )
         + """
@@ -222,7 +225,10 @@ torch._inductor.aoti_load_package = fake_load
     assert compiles.read_text() == "compiled\n"
     kept = sorted(path.name.split(".", 1)[1] for path in packages.iterdir())
     assert kept[1] == "pt2" and kept[0].startswith("fresh-")  # the package, the fresh result
-    assert os.environ[INDUCTOR_CACHE] == str(packages.parent / "inductor")
+    # Inductor's caches are the run's while it runs, and the variable is taken back after.
+    inductor = (project.path / "inductor_cache.txt").read_text()
+    assert inductor == str(packages.parent / "inductor")
+    assert INDUCTOR_CACHE not in os.environ
 
     again = project.runpytest("--exportcheck")
     again.assert_outcomes(passed=1, failed=1)
