@@ -398,19 +398,20 @@ def test_every_target_the_schema_takes_is_built() -> None:
     assert tuple(case_schema()["$defs"]["lowerTarget"]["enum"]) == LOWERING_TARGETS
 
 
-def test_executorch_without_its_package_is_not_applicable(
-    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def hide_package(monkeypatch: pytest.MonkeyPatch, hidden: str) -> None:
+    """The targets look for their packages with importlib.util.find_spec: one is not found."""
     import importlib.util
-
-    from pytest_exportcheck.lowering import executorch
 
     real = importlib.util.find_spec
     monkeypatch.setattr(
-        executorch.importlib.util,
-        "find_spec",
-        lambda name, *a: None if name == "executorch" else real(name, *a),
+        importlib.util, "find_spec", lambda name, *a: None if name == hidden else real(name, *a)
     )
+
+
+def test_executorch_without_its_package_is_not_applicable(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hide_package(monkeypatch, "executorch")
     write_cases(project, MLP.replace("lower: [aoti]", "lower: [executorch]"))
     result = run(project, "-rs")
     result.assert_outcomes(passed=1, skipped=1)
@@ -533,16 +534,7 @@ torch._inductor.aoti_load_package = fake_load
 def test_onnx_without_its_packages_is_not_applicable(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import importlib.util
-
-    from pytest_exportcheck.lowering import onnx
-
-    real = importlib.util.find_spec
-    monkeypatch.setattr(
-        onnx.importlib.util,
-        "find_spec",
-        lambda name, *a: None if name == "onnxruntime" else real(name, *a),
-    )
+    hide_package(monkeypatch, "onnxruntime")
     write_cases(project, MLP.replace("lower: [aoti]", "lower: [onnx]"))
     result = run(project, "-rs")
     result.assert_outcomes(passed=1, skipped=1)
