@@ -35,7 +35,12 @@ from typing import TypeVar
 
 import torch
 
-from pytest_exportcheck.model.copy_on_write import WriteMark, borrowed_memo, lazily_copyable
+from pytest_exportcheck.model.copy_on_write import (
+    CAN_BORROW,
+    WriteMark,
+    borrowed_memo,
+    lazily_copyable,
+)
 from pytest_exportcheck.model.isolation import private_copy, quiet_torch_internals
 
 P = TypeVar("P")
@@ -65,8 +70,11 @@ class ProgramCopies:
         tensors would keep those bytes for the rest of the case (VGG-11: 507 MB),
         and even on lazy copies dropped after the save, every save paid that copy.
         Tensors that cannot be borrowed are read where they are, as :meth:`reading`
-        reads them.
+        reads them: all of them on a torch without ``Tensor.const_data_ptr`` (2.9.1
+        has none, measured; 2.13 has it).
         """
+        if not CAN_BORROW:  # the save copies what it reads, as reading copies do
+            return self.reading(program)
         own = [own for own, _ in self._aliases]
         memo = borrowed_memo(own)
         for own_tensor, alias in self._aliases:

@@ -59,6 +59,11 @@ def lazy_memo(tensors: Iterable[torch.Tensor]) -> dict[Any, Any]:
     return _storage_memo(tensors, lazy_storage)
 
 
+# Whether a storage can be borrowed: its address read without materializing a lazy
+# copy needs ``Tensor.const_data_ptr`` (torch 2.9.1 has none; 2.13 has it).
+CAN_BORROW = hasattr(torch.Tensor, "const_data_ptr")
+
+
 def borrowed_memo(tensors: Iterable[torch.Tensor]) -> dict[Any, Any]:
     """A ``copy.deepcopy`` memo in which ``tensors`` become tensors over storages that
     *borrow* their bytes: only for a copy that reads them while the originals live.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import warnings
 
+import pytest
 import torch
 from torch import nn
 
@@ -168,6 +169,10 @@ def test_a_copy_keeps_a_placeholder_named_after_a_builtin_and_saves() -> None:
         torch.export.save(copied, io.BytesIO())  # SpecViolationError for input_1 unfixed
 
 
+@pytest.mark.skipif(
+    not hasattr(torch.Tensor, "const_data_ptr"),
+    reason="this torch has no Tensor.const_data_ptr (2.9.1): a save reads a reading copy",
+)
 def test_saving_a_copy_leaves_the_programs_tensors_sharing_their_bytes() -> None:
     """torch.export.save reads through data_ptr(), which unshares a copy-on-write tensor:
     the saving copy reads borrowed storages instead, over the same bytes, so nothing
