@@ -10,8 +10,13 @@ only to one of the workers dealt that accelerator when scheduling starts. How
 many workers share one GPU is its *cap* (``gpu_sharing.py``: derived from free
 memory by default, ``--exportcheck-gpu-workers N`` to set it, ``1`` for one
 worker per GPU). Owners change only when one dies: a survivor takes its place.
+A lowered item (``lowered[aoti-export-cpu]``) is a unit of its own too: lowering
+takes seconds to minutes (an AOTInductor compile: 30 s and more on 2 cores), far
+more than a capture, so a case's targets run on as many workers as there are,
+each worker capturing the program again for its own.
 Units are handed out longest first, by the durations the last run kept in
-pytest's cache (``unit_durations.py``), except that a worker takes another unit
+pytest's cache (``unit_durations.py``; lowered items the cache does not know are
+estimated at a cold lowering's cost), except that a worker takes another unit
 of a case it already holds first (it has built that case's model and eager runs).
 
 Builds on xdist's ``LoadScopeScheduling``: it already schedules units; this
@@ -39,6 +44,7 @@ from pytest_exportcheck.parallel.gpu_sharing import (
     requested_workers_per_gpu,
 )
 from pytest_exportcheck.parallel.unit_durations import load as load_estimates
+from pytest_exportcheck.spec.case import LOWERED_PREFIX
 
 # --dist modes that only ask "balance the load"; `each` and `no` mean something else.
 BALANCING_MODES = ("load", "loadscope", "loadfile", "loadgroup", "worksteal")
@@ -62,6 +68,8 @@ def unit_of(nodeid: str) -> tuple[str, str | None]:
     check, capture, device = parsed
     if check == "consistency":
         return f"{head}::[{device}]", device
+    if check.startswith(LOWERED_PREFIX):  # long: a unit of its own (see the module's text)
+        return f"{head}::[{check}-{capture}-{device}]", device
     return f"{head}::[{capture}-{device}]", device
 
 
@@ -84,8 +92,13 @@ def prerequisites(units: list[str]) -> dict[str, frozenset[str]]:
         device = bracket[1:-1]
         if not bracket.startswith("[") or "-" in device or device.split(":")[0] not in KNOWN_KINDS:
             continue  # not a consistency unit: "[capture-device]", or another test
-        waiting[unit] = frozenset(by_case[case_of(unit)] - {unit})
+        captures = {u for u in by_case[case_of(unit)] if not _is_lowered(u)}
+        waiting[unit] = frozenset(captures - {unit})
     return waiting
+
+
+def _is_lowered(unit: str) -> bool:
+    return unit.rpartition("::")[2].startswith(f"[{LOWERED_PREFIX}")
 
 
 class DeviceAwareScheduling(LoadScopeScheduling):

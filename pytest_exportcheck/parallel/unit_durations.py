@@ -14,10 +14,12 @@ classic bound: at most 4/3 of the best possible).
   (a ``-k`` run keeps the others' durations) while their case file exists.
 - **Absent** (a first run, ``-p no:cacheprovider``, a fresh CI checkout): every item
   is estimated the same, so units are ordered by their number of items, which is
-  xdist's own ``--loadscope-reorder`` order.
+  xdist's own ``--loadscope-reorder`` order; lowered items, by a cold lowering's
+  seconds, go first.
 - **Stale** (items added, renamed, or slower since): an item the cache does not know
-  is estimated as the median of the known items of its check; a wrong estimate
-  only costs balance, never an outcome.
+  is estimated as the median of the known items of its check (a lowering target's
+  item, where none is known: a cold lowering's seconds); a wrong estimate only
+  costs balance, never an outcome.
 """
 
 from __future__ import annotations
@@ -35,6 +37,16 @@ from pytest_exportcheck.items.item_names import split_item_name
 CACHE_KEY = "exportcheck/durations"
 # The estimate of an item when the cache knows nothing of its kind.
 UNKNOWN_SECONDS = 1.0
+# A lowering target's item the cache knows nothing of: a cold lowering of a small
+# model on 2 cores (benchmarks/README.md, "Lowering, cold and warm"), so that a first
+# run (a CI checkout) starts the compiles first rather than last.
+COLD_LOWERING_SECONDS = {
+    "lowered-aoti": 30.0,
+    "lowered-inductor": 10.0,
+    "lowered-executorch": 5.0,
+    "lowered-onnx": 5.0,
+    "lowered-saved": 4.0,
+}
 
 
 def check_of(nodeid: str) -> str | None:
@@ -63,7 +75,10 @@ class Estimates:
     def item(self, nodeid: str) -> float:
         if nodeid in self.known:
             return self.known[nodeid]
-        return self._median.get(check_of(nodeid), self._fallback)
+        check = check_of(nodeid)
+        if check in self._median:
+            return self._median[check]
+        return COLD_LOWERING_SECONDS.get(check or "", self._fallback)
 
     def unit(self, nodeids: Iterable[str]) -> float:
         return sum(self.item(nodeid) for nodeid in nodeids)

@@ -140,6 +140,22 @@ def test_a_unit_is_one_case_capture_and_device() -> None:
     assert unit_of("tests/test_x.py::test_y[a-b]") == ("tests/test_x.py::test_y[a-b]", None)
 
 
+def test_a_lowered_item_is_a_unit_of_its_own_that_consistency_does_not_wait_for() -> None:
+    # A compile takes seconds to minutes: a case's targets spread over the workers, and
+    # the case's consistency item waits for its captures' summaries only.
+    assert unit_of("cases/a.yaml::lm::lowered[aoti-export-cuda:1]") == (
+        "cases/a.yaml::lm::[lowered-aoti-export-cuda:1]",
+        "cuda:1",
+    )
+    units = [
+        "cases/a.yaml::lm::[export-cpu]",
+        "cases/a.yaml::lm::[lowered-aoti-export-cpu]",
+        "cases/a.yaml::lm::[lowered-onnx-export-cpu]",
+        "cases/a.yaml::lm::[cpu]",
+    ]
+    assert prerequisites(units) == {"cases/a.yaml::lm::[cpu]": {"cases/a.yaml::lm::[export-cpu]"}}
+
+
 @pytest.mark.parametrize("workers", [1, 2, 3, 4])
 def test_every_item_runs_exactly_once(workers: int) -> None:
     nodes = run_to_completion(workers)
@@ -349,6 +365,15 @@ def test_an_item_the_cache_does_not_know_counts_as_the_median_of_its_check() -> 
     assert estimates.item("cases/a.yaml::new::mutation[export-cpu]") == 2.0  # all items' median
     assert estimates.item("cases/a.yaml::a::parity[export-cpu]") == 1.0
     assert Estimates({}).item("cases/a.yaml::new::parity[export-cpu]") == UNKNOWN_SECONDS
+
+
+def test_a_lowered_item_nobody_timed_counts_as_a_cold_lowering() -> None:
+    # A first run (a CI checkout) starts the compiles first, not after every capture.
+    fresh = Estimates({})
+    assert fresh.item("cases/a.yaml::new::lowered[aoti-export-cpu]") == 30.0
+    assert fresh.item("cases/a.yaml::new::lowered[inductor-export-cpu]") == 10.0
+    timed = Estimates({"cases/a.yaml::a::lowered[aoti-export-cpu]": 2.0})  # a warm cache
+    assert timed.item("cases/a.yaml::new::lowered[aoti-export-cpu]") == 2.0
 
 
 def test_a_worker_takes_more_of_a_case_it_holds_before_the_next_longest() -> None:
