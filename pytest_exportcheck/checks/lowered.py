@@ -7,9 +7,10 @@ later call), the lowered program's outputs, its parameters and buffers where the
 target exposes them, and the inputs it mutates are compared with eager's under
 the case's tolerance policy (float64 eager arbitrates, as for parity). A lowering,
 load or call that raises fails the item at that stage: ``[lower]``, ``[load]``,
-``[run]``. An artifact a server loads (the AOTInductor package) is loaded and called
-again in a fresh interpreter (``lowering/fresh_process.py``), its outputs compared
-the same way: what loads only where it was made is a finding.
+``[run]``. An artifact a server loads (the AOTInductor package, the saved program)
+is loaded and called again in a fresh interpreter that imports torch and the case's
+``load_imports`` only (``lowering/fresh_process.py``), its outputs compared the
+same way: what loads only where it was made is a finding.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from torch.utils import _pytree as pytree
+
 from pytest_exportcheck.capture.export import ProgramRecord
 from pytest_exportcheck.capture.record import CaptureRecord
 from pytest_exportcheck.checks.lowered_sizes import lowered_across_sizes
@@ -27,7 +30,7 @@ from pytest_exportcheck.checks.steps import compare_step, fp64_output, lifted_st
 from pytest_exportcheck.comparison.compare_values import Tolerance, compare_trees
 from pytest_exportcheck.containment.failures import Info, Note
 from pytest_exportcheck.lowering.fresh_process import FreshRun, run_in_fresh_process
-from pytest_exportcheck.lowering.target import Target, raising_at
+from pytest_exportcheck.lowering.target import LoweringError, Target, raising_at
 from pytest_exportcheck.model.isolation import private_copy, quiet_torch_internals
 from pytest_exportcheck.model.runs import Step
 from pytest_exportcheck.model.subject import Subject
@@ -62,8 +65,8 @@ def check_lowered(case: Case, record: CaptureRecord, target: Target) -> list[str
         fresh = None
         if lowered.package is not None:
             fresh = run_in_fresh_process(
-                lowered.package, inputs, steps=steps, seed=case.seed,
-                directory=Path(directory), kept=lowered.kept,
+                lowered.package, inputs, loader=lowered.loader, imports=_load_imports(case),
+                steps=steps, seed=case.seed, directory=Path(directory), kept=lowered.kept,
             )  # fmt: skip
     lifted = lifted_state(record) if lowered.state is not None else set()
     tolerance = Tolerance.of_case(case)
@@ -91,7 +94,8 @@ def check_lowered(case: Case, record: CaptureRecord, target: Target) -> list[str
         )
     findings += at_sizes
     if fresh is not None:
-        findings += _fresh_findings(fresh, eager_steps, label, tolerance, subject, steps)
+        where = f"{label}, loaded in a fresh process ({_imported(case)})"
+        findings += _fresh_findings(fresh, eager_steps, where, tolerance, subject, steps)
     more = len(mutated) - 4
     shown = ", ".join(mutated[:4]) + (f" and {more} more" if more > 0 else "")
     if not lowered.keeps_state and mutated:
@@ -118,22 +122,56 @@ def check_lowered(case: Case, record: CaptureRecord, target: Target) -> list[str
     return findings
 
 
+def _load_imports(case: Case) -> tuple[str, ...]:
+    """The case's ``load_imports``, files made absolute (the child runs anywhere)."""
+    imports = []
+    for name in case.load_imports:
+        if name.endswith(".py"):
+            path = (case.base_dir / name).resolve()
+            if not path.is_file():
+                raise LoweringError(
+                    "load", f"load_imports of {case.location}: {name}: no such file ({path})"
+                )
+            name = str(path)
+        imports.append(name)
+    return tuple(imports)
+
+
+def _imported(case: Case) -> str:
+    return f"torch, {', '.join(case.load_imports)}" if case.load_imports else "torch only"
+
+
 def _fresh_findings(
     fresh: FreshRun,
     eager_steps: list[Step],
-    label: str,
+    where: str,
     tolerance: Tolerance,
     subject: Subject,
     steps: int,
 ) -> list[str]:
-    """The package in a new interpreter: it loads, runs, and gives eager's outputs."""
-    where = f"{label}, loaded in a fresh process (torch only)"
+    """The artifact in a new interpreter: it loads, runs, and gives eager's outputs."""
     if fresh.outputs is None:
-        what = "loading the package" if fresh.stage == "load" else "calling it"
+        what = "loading it" if fresh.stage == "load" else "calling it"
+        if fresh.error and fresh.error.startswith("importing "):
+            what = "an import before the load"
+        hint = (
+            "\n(a server imports what registers the program's custom ops and output types "
+            "before it loads it: name that in the case's load_imports)"
+            if "(torch only)" in where
+            else ""
+        )
         return [
-            f"[{fresh.stage}] {where}: {what} raised, where this process did not:\n{fresh.error}"
+            f"[{fresh.stage}] {where}: {what} raised, where this process did not:\n"
+            f"{fresh.error}{hint}"
         ]
-    for index, (want, output) in enumerate(zip(eager_steps, fresh.outputs, strict=True), 1):
+    for index, (want, (leaves, spec)) in enumerate(zip(eager_steps, fresh.outputs, strict=True), 1):
+        eager_spec = pytree.tree_structure(want.output)
+        if spec != str(eager_spec):
+            return [
+                f"after call {index}/{steps}, {where}: output structure {spec}, where eager "
+                f"gives {eager_spec}"
+            ]
+        output = pytree.tree_unflatten(leaves, eager_spec)
         problems = compare_trees(
             want.output, output, tolerance=tolerance, names=("eager", where),
             reference=fp64_output(subject, index - 1, steps),

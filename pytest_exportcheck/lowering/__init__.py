@@ -4,7 +4,8 @@ A target takes the capture's ``ExportedProgram`` and gives something that runs:
 ``aoti`` (``torch._inductor.aoti_compile_and_package``, then ``aoti_load_package``:
 the package a C++ or Python server loads), ``inductor`` (``torch.compile`` of
 ``ep.module()``), ``executorch`` (the ``.pte`` ExecuTorch's runtime runs) and
-``onnx`` (``torch.onnx.export``, run by ONNX Runtime). Each
+``onnx`` (``torch.onnx.export``, run by ONNX Runtime) and ``saved`` (the
+``torch.export.save`` file a server loads, loaded in a fresh process too). Each
 target is a check of its own, ``lowered-<target>``, named
 ``lowered[<target>-<capture>-<device>]`` (``items/item_names.py``), opted into by a
 case's ``lower:`` key or the run's ``--exportcheck-lower``: lowering compiles C++
@@ -23,6 +24,7 @@ from pytest_exportcheck.lowering.aoti import AOTInductor
 from pytest_exportcheck.lowering.executorch import ExecuTorch
 from pytest_exportcheck.lowering.inductor import Inductor
 from pytest_exportcheck.lowering.onnx import Onnx
+from pytest_exportcheck.lowering.saved import Saved
 from pytest_exportcheck.lowering.target import Target
 from pytest_exportcheck.spec.case import LOWERED_PREFIX, lowered_check
 
@@ -32,6 +34,7 @@ TARGETS: dict[str, Target] = {
     "aoti": AOTInductor(),
     "executorch": ExecuTorch(),
     "onnx": Onnx(),
+    "saved": Saved(),
 }
 
 __all__ = ["TARGETS", "lowered_check", "target_of"]

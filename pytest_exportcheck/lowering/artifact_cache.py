@@ -11,7 +11,9 @@ that lowers keeps two caches under ``.pytest_cache/d/exportcheck-lowering/``
 - ``packages/``: AOTInductor packages, each under the digest of what it was
   compiled from. Inductor's caches hardly help ``aoti_compile_and_package``
   (measured on torch 2.13: 27.1 s cold, 22.9 s with them warm, for an MLP), so the
-  package itself is kept, and loaded where the program is the same.
+  package itself is kept, and loaded where the program is the same. ``saved``
+  programs are kept there too (nothing to compile: so that what a fresh process
+  gave for one is kept beside it, as for a package).
 
 The key is the digest of the program as ``torch.export.save`` writes it (graph,
 signature, weights, node metadata: the same bytes in two processes for the same
@@ -48,9 +50,6 @@ class PackageCache:
 
     def key(self, program: torch.export.ExportedProgram, **options: Any) -> str | None:
         """The digest of ``program`` and ``options``; None where torch cannot save it."""
-        digest = hashlib.sha256()
-        described = {"torch": torch.__version__, **options}
-        digest.update(json.dumps(described, sort_keys=True, default=str).encode())
         self.root.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=self.root) as archive:
             try:
@@ -59,9 +58,12 @@ class PackageCache:
             except Exception:  # parity's saved-and-loaded program reports why
                 return None
             archive.seek(0)
-            while chunk := archive.read(1 << 20):
-                digest.update(chunk)
-        return digest.hexdigest()
+            return _digest(archive, options)
+
+    def key_of_saved(self, saved: Path, **options: Any) -> str:
+        """The key of a program ``torch.export.save`` already wrote to ``saved``."""
+        with saved.open("rb") as archive:
+            return _digest(archive, options)
 
     def get(self, key: str) -> Path | None:
         path = self._path(key)
@@ -82,6 +84,15 @@ class PackageCache:
 
     def _path(self, key: str) -> Path:
         return self.root / "packages" / f"{key}.pt2"
+
+
+def _digest(archive: Any, options: dict[str, Any]) -> str:
+    digest = hashlib.sha256()
+    described = {"torch": torch.__version__, **options}
+    digest.update(json.dumps(described, sort_keys=True, default=str).encode())
+    while chunk := archive.read(1 << 20):
+        digest.update(chunk)
+    return digest.hexdigest()
 
 
 _packages: PackageCache | None = None

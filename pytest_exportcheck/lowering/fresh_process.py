@@ -4,20 +4,24 @@ The process that lowered a program has imported the model's code, registered its
 pytree nodes and custom ops, and holds torch's caches: an artifact that loads there
 may not load anywhere else (huggingface/transformers#27871: an output type
 registered only in the saving process). So the artifact is also loaded by a new
-``python`` that imports torch and nothing of the case, and called on the case's
-inputs over the same steps; its outputs come back through a file for the check to
-compare with eager's.
+``python`` that imports torch, then only what the case's ``load_imports:`` names
+(what a server that loads it imports: the library that registers its custom ops,
+the module that registers its output types), and called on the case's inputs over
+the same steps; its outputs come back through a file for the check to compare
+with eager's.
 
-The child is given the inputs through ``torch.save`` (loaded with
-``weights_only=False``: they are this run's own inputs) and writes
-``{"outputs": [...]}`` or ``{"error": "<stage>: <message>"}``.
+Two loaders: ``aoti`` (``torch._inductor.aoti_load_package``) and ``saved``
+(``torch.export.load(path).module()``). The child is given the inputs through
+``torch.save`` (loaded with ``weights_only=False``: they are this run's own inputs)
+and writes ``{"outputs": [...]}`` or ``{"error": "<stage>: <message>"}``.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
-import shutil
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -26,20 +30,36 @@ from typing import Any
 
 import torch
 
-# Run by the child: only torch, the artifact and the inputs.
+# Run by the child: torch, the case's load_imports, the artifact and the inputs.
 CHILD = """
-import random, sys, traceback
+import importlib, importlib.util, json, random, sys, traceback
 import torch
 
-package, inputs_file, result_file, steps, seed = sys.argv[1:6]
+loader, package, inputs_file, result_file, steps, seed, imports = sys.argv[1:8]
 
-def fail(stage):
-    error = "".join(traceback.format_exception_only(*sys.exc_info()[:2]))
-    torch.save({"error": stage + ": " + error}, result_file)
+def fail(stage, prefix=""):
+    error = "".join(traceback.format_exception_only(*sys.exc_info()[:2])).strip()
+    torch.save({"error": stage + ": " + prefix + error}, result_file)
     sys.exit(0)
 
+for name in json.loads(imports):
+    try:
+        if name.endswith(".py"):  # a file, run as a module beside its siblings
+            folder, _, file = name.rpartition("/")
+            sys.path.insert(0, folder)
+            spec = importlib.util.spec_from_file_location("_exportcheck_" + file[:-3], name)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = module
+            spec.loader.exec_module(module)
+        else:
+            importlib.import_module(name)
+    except Exception:
+        fail("load", "importing " + name + " (load_imports): ")
 try:
-    loaded = torch._inductor.aoti_load_package(package)
+    if loader == "aoti":
+        loaded = torch._inductor.aoti_load_package(package)
+    else:
+        loaded = torch.export.load(package).module()
 except Exception:
     fail("load")
 outputs = []
@@ -49,11 +69,21 @@ for _ in range(int(steps)):
     torch.manual_seed(int(seed))
     try:
         with torch.no_grad():
-            outputs.append(loaded(*args, **kwargs))
+            output = loaded(*args, **kwargs)
     except Exception:
         fail("run")
+    # Flat, with the structure as text: the output's types may be this process's
+    # only (a dataclass of a module imported here), which the parent cannot unpickle.
+    leaves, spec = torch.utils._pytree.tree_flatten(output)
+    outputs.append((leaves, str(spec)))
 torch.save({"outputs": outputs}, result_file)
 """
+
+# "W1127 08:27:51.139000 24868 torch/export/__init__.py:348] NotImplementedError: ..."
+LOGGED_EXCEPTION = re.compile(r"^[A-Z]\d{4} [^\]]*\] (\w+(?:Error|Exception): .*)$", re.MULTILINE)
+
+# What a kept result holds: each call's output leaves and its structure as text.
+FORMAT = "leaves-and-spec"
 
 # A fresh interpreter imports torch (~2-5 s here) before it loads anything.
 CHILD_SECONDS = 300
@@ -61,9 +91,10 @@ CHILD_SECONDS = 300
 
 @dataclass
 class FreshRun:
-    """What the fresh process gave: each step's outputs, or the stage that raised and why."""
+    """What the fresh process gave: each step's output as its leaves and its structure's
+    text (``str`` of its pytree spec), or the stage that raised and why."""
 
-    outputs: list[Any] | None
+    outputs: list[tuple[list[Any], str]] | None
     stage: str | None = None
     error: str | None = None
     from_cache: bool = False  # what an earlier run's fresh process gave for the same package
@@ -73,13 +104,17 @@ def run_in_fresh_process(
     package: Path,
     inputs: tuple[tuple[Any, ...], dict[str, Any]],
     *,
+    loader: str,
+    imports: tuple[str, ...],
     steps: int,
     seed: int,
     directory: Path,
     kept: bool = False,
 ) -> FreshRun:
-    """Load ``package`` in a new ``python``; the files it exchanges go in ``directory``
-    (the item's own: a cached package is shared between workers).
+    """Load ``package`` in a new ``python`` with ``loader`` (``aoti`` or ``saved``), after
+    importing ``imports`` (module names, or absolute paths of ``.py`` files); the files
+    it exchanges go in ``directory`` (the item's own: a cached package is shared
+    between workers).
 
     ``kept``: the package lives in the run's cache (``artifact_cache.py``), so what the
     fresh process gave is kept beside it, under the digest of the inputs, steps and
@@ -88,11 +123,15 @@ def run_in_fresh_process(
     """
     inputs_file, result_file = directory / "inputs.pt", directory / "fresh-result.pt"
     torch.save(inputs, inputs_file)
-    kept_file = _kept_result(package, inputs_file, steps, seed) if kept else None
+    imported = json.dumps(list(imports))
+    # An imported file's text is part of what the result depends on, as its name is.
+    how = [FORMAT, str(steps), str(seed), imported]
+    how += [Path(name).read_text() for name in imports if name.endswith(".py")]
+    kept_file = _kept_result(package, inputs_file, "\n".join(how)) if kept else None
     if kept_file is not None and kept_file.is_file():
         return _read(kept_file, from_cache=True)
-    command = [sys.executable, "-c", CHILD, str(package), str(inputs_file), str(result_file)]
-    command += [str(steps), str(seed)]
+    command = [sys.executable, "-c", CHILD, loader, str(package), str(inputs_file)]
+    command += [str(result_file), str(steps), str(seed), imported]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=CHILD_SECONDS)
     except subprocess.TimeoutExpired:
@@ -100,16 +139,32 @@ def run_in_fresh_process(
     if not result_file.exists():
         last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
         return FreshRun(None, "load", f"the process ended without a result: {last}")
+    run = _read(result_file, from_cache=False)
+    cause = _logged_cause(done.stderr)
+    if run.error is not None and cause and cause not in run.error:
+        run.error += f"\n(torch logged: {cause})"
     if kept_file is not None:
         partial = kept_file.with_name(f"{kept_file.name}.{os.getpid()}.partial")
-        shutil.copyfile(result_file, partial)
+        kept = (
+            {"outputs": run.outputs}
+            if run.error is None
+            else {"error": f"{run.stage}: {run.error}"}
+        )
+        torch.save(kept, partial)
         os.replace(partial, kept_file)  # atomic: another worker may read it
-    return _read(result_file, from_cache=False)
+    return run
 
 
-def _kept_result(package: Path, inputs_file: Path, steps: int, seed: int) -> Path:
+def _logged_cause(stderr: str) -> str | None:
+    """The last exception line torch logged: ``torch.export.load`` logs why it failed
+    (an unregistered pytree type) and raises a generic error."""
+    causes = LOGGED_EXCEPTION.findall(stderr)
+    return causes[-1].strip() if causes else None
+
+
+def _kept_result(package: Path, inputs_file: Path, how: str) -> Path:
     digest = hashlib.sha256(inputs_file.read_bytes())
-    digest.update(f"{steps} {seed} {torch.__version__}".encode())
+    digest.update(f"{how} {torch.__version__}".encode())
     return package.with_name(f"{package.stem}.fresh-{digest.hexdigest()[:32]}.pt")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -19,6 +20,7 @@ from pytest_exportcheck.containment.failures import CheckFailure, ExportCheckErr
 # compared is the program, not the generator (torchvision's squeezenet1_1 in
 # training mode: every element apart without it).
 SAME_RANDOM_NUMBERS = {"fallback_random": True}
+ANSI_COLOR = re.compile(r"\x1b\[[0-9;]*m")
 
 
 @dataclass
@@ -39,6 +41,9 @@ class Lowered:
     compiles_at_first_call: bool = False
     # An artifact a fresh interpreter loads (lowering/fresh_process.py), where there is one.
     package: Path | None = None
+    # How the fresh interpreter loads it: "aoti" (aoti_load_package) or "saved"
+    # (torch.export.load(...).module()).
+    loader: str = "aoti"
     # Compiled in an earlier run from the same program (artifact_cache.py): only loaded now.
     from_cache: bool = False
     # The package lives in the run's cache (artifact_cache.py), this run's or an earlier's.
@@ -86,9 +91,26 @@ def raising_at(stage: str, what: str) -> Iterator[None]:
     try:
         yield
     except Exception as exc:
-        first = exception_text(exc).strip().splitlines()
+        first = _plain(exception_text(exc)).splitlines()
         shown = "\n".join(first[:6]) + ("\n..." if len(first) > 6 else "")
+        root = _root_cause(exc)
+        if root is not exc:  # ONNX's ConversionError: its own text is advice, the cause is below
+            cause = (_plain(exception_text(root)).splitlines() or [""])[0]
+            shown += f"\ncaused by {type(root).__name__}: {cause}"
         raise LoweringError(stage, f"{what} raised {type(exc).__name__}: {shown}") from exc
+
+
+def _root_cause(exc: BaseException) -> BaseException:
+    seen = {id(exc)}
+    while exc.__cause__ is not None and id(exc.__cause__) not in seen:
+        exc = exc.__cause__
+        seen.add(id(exc))
+    return exc
+
+
+def _plain(text: str) -> str:
+    """``text`` without terminal colors (torch.onnx colors its messages)."""
+    return ANSI_COLOR.sub("", text).strip()
 
 
 def timed(function: Callable[[], Any]) -> tuple[Any, float]:

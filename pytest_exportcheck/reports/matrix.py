@@ -43,6 +43,7 @@ CHECK_LETTERS: dict[str, str] = {
     "lowered-aoti": "A",
     "lowered-executorch": "T",  # X is xpassed; T for (execu)Torch
     "lowered-onnx": "O",
+    "lowered-saved": "L",  # S is signature's; L for (torch.export.)Load
 }
 CONSISTENCY = "consistency"
 _DEVICE_KINDS = ("cpu", "cuda", "xpu", "mps", "meta")

@@ -21,7 +21,7 @@ ALL_CHECKS: tuple[str, ...] = (
 )
 # Lowering targets (lowering/), each a check of its own, lowered-<target>; opt-in (a
 # case's `lower:` or `checks:`, or --exportcheck-lower): they compile C++.
-LOWERING_TARGETS: tuple[str, ...] = ("inductor", "aoti", "executorch", "onnx")
+LOWERING_TARGETS: tuple[str, ...] = ("inductor", "aoti", "executorch", "onnx", "saved")
 LOWERED_PREFIX = "lowered-"
 
 
@@ -198,6 +198,9 @@ class Case:
     requires_torch: str | None = None
     # PEP 508 requirements on other distributions (`requires:`); unmet → skipped.
     requires: tuple[str, ...] = ()
+    # What a fresh process imports before it loads a lowered program (`load_imports:`):
+    # module names, or .py files relative to the case file.
+    load_imports: tuple[str, ...] = ()
     # Seconds each item of the case may take (None: the run's exportcheck_timeout).
     timeout: float | None = None
     xfails: tuple[XfailSpec, ...] = ()

@@ -260,6 +260,7 @@ def _build_case(
         loss_output=raw.get("loss_output"),
         requires_torch=raw.get("torch"),
         requires=tuple(raw.get("requires", ())),
+        load_imports=tuple(raw.get("load_imports", ())),
         timeout=raw.get("timeout"),
         expect=ExpectSpec(
             placeholders=_placeholders(placeholders),

@@ -10,35 +10,11 @@ logic is what fails on purpose.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 
 import pytest
 from casekit import write_cases
-
-OFF = ["-p", "no:cacheprovider"]
-INDUCTOR_CACHE = "TORCHINDUCTOR_CACHE_DIR"
-
-
-@pytest.fixture(autouse=True)
-def _torch_left_as_found(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The test projects' conftests replace torch's lowering calls, and a run that lowers
-    points Inductor's cache at its project: all of it is put back after each test."""
-    import torch
-    import torch._inductor
-
-    from pytest_exportcheck.lowering import artifact_cache
-
-    for name in ("aoti_compile_and_package", "aoti_load_package"):
-        monkeypatch.setattr(torch._inductor, name, getattr(torch._inductor, name))
-    monkeypatch.setattr(torch, "compile", torch.compile)
-    cache_dir = os.environ.pop(INDUCTOR_CACHE, None)  # as a user's process starts
-    yield
-    artifact_cache.use(None)
-    if cache_dir is None:
-        os.environ.pop(INDUCTOR_CACHE, None)
-    else:
-        os.environ[INDUCTOR_CACHE] = cache_dir
-
+from lowerkit import FAKE_COMPILE, INDUCTOR_CACHE, MLP, REFUSE_COMPILE, run
+from lowerkit import torch_left_as_found as torch_left_as_found  # autouse
 
 COUNTER = """
 cases:
@@ -56,43 +32,6 @@ cases:
     lower: [inductor]
     expect: {parity: {random: true}}
 """
-
-MLP = """
-cases:
-  mlp:
-    description: a plain MLP
-    model: {target: models.py:Mlp}
-    inputs: {args: [{shape: [2, 4]}]}
-    checks: [parity]
-    lower: [aoti]
-"""
-
-# The package "compiled" is a file of garbage; aoti_load_package is replaced where a
-# test says what the loaded program does.
-FAKE_COMPILE = """
-import torch._inductor
-
-def fake_compile(program, package_path=None, **kwargs):
-    with open(package_path, "wb") as package:
-        package.write(b"not a package")
-    return package_path
-
-torch._inductor.aoti_compile_and_package = fake_compile
-"""
-
-# AOTInductor refuses the program, as it would an operator it has no kernel for.
-REFUSE_COMPILE = """
-import torch._inductor
-
-def refuse(program, **kwargs):
-    raise RuntimeError("unsupported operator aten::frobnicate")
-
-torch._inductor.aoti_compile_and_package = refuse
-"""
-
-
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("--exportcheck", *OFF, *args)
 
 
 def test_aoti_drops_a_buffer_update_that_inductor_keeps(project: pytest.Pytester) -> None:
@@ -240,37 +179,6 @@ torch._inductor.aoti_load_package = fake_load
     assert compiles.read_text() == "compiled\ncompiled\n"
 
 
-def test_a_package_that_loads_only_where_it_was_made_is_a_finding(
-    project: pytest.Pytester,
-) -> None:
-    # Here, the package "loads" (the conftest's loader); a fresh python loads the
-    # file itself, which is no package.
-    write_cases(project, MLP)
-    project.makeconftest(
-        FAKE_COMPILE
-        + """
-import sys, torch
-sys.path.insert(0, "cases")
-from models import Mlp
-
-def fake_load(path, **kwargs):
-    torch.manual_seed(0)
-    return Mlp()
-
-torch._inductor.aoti_load_package = fake_load
-"""
-    )
-    result = run(project)
-    result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(
-        [
-            "- [[]load[]] lowered to aoti, loaded in a fresh process (torch only): loading the "
-            "package raised, where this process did not:",
-            "*Error*",
-        ]
-    )
-
-
 def test_inductor_compiling_at_the_first_call_fails_at_the_lower_stage(
     project: pytest.Pytester,
 ) -> None:
@@ -350,7 +258,9 @@ def test_the_run_adds_targets_to_every_case_and_refuses_unknown_ones(
     result = run(project, "--exportcheck-lower", "tflite")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        ["*--exportcheck-lower: unknown target 'tflite'; known: inductor, aoti, executorch, onnx"]
+        [
+            "*--exportcheck-lower: unknown target 'tflite'; known: inductor, aoti, executorch, onnx, saved"
+        ]
     )
 
 

@@ -265,8 +265,8 @@ def test_unknown_case_key_suggests_the_closest_one(tmp_path):
     assert error.line == line_with(text, "captrues")
     assert "unknown key 'captrues' in cases.a (did you mean 'captures'?)" in error.message
     assert (
-        "allowed: captures, checks, description, devices, dynamic, expect, inputs, loss_output, "
-        "lower, model, requires, seed, timeout, torch, when, xfail" in (error.message)
+        "allowed: captures, checks, description, devices, dynamic, expect, inputs, load_imports, "
+        "loss_output, lower, model, requires, seed, timeout, torch, when, xfail" in (error.message)
     )
 
 
@@ -339,7 +339,8 @@ def test_bad_check_names_its_index(tmp_path):
 
     assert error.message == (
         "cases.a.checks[1]: 'nope' is not one of: signature, hierarchy, mutation, parity, shapes, "
-        "moved, consistency, recorded, lowered-inductor, lowered-aoti, lowered-executorch, lowered-onnx"
+        "moved, consistency, recorded, lowered-inductor, lowered-aoti, lowered-executorch, "
+        "lowered-onnx, lowered-saved"
     )
 
 
@@ -430,8 +431,23 @@ def test_an_unknown_lowering_target_names_the_known_ones(tmp_path):
 
     assert error.line == line_with(text, "tflite")
     assert error.message == (
-        "cases.a.lower[1]: 'tflite' is not one of: inductor, aoti, executorch, onnx"
+        "cases.a.lower[1]: 'tflite' is not one of: inductor, aoti, executorch, onnx, saved"
     )
+
+
+def test_load_imports_take_module_names_and_python_files(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        one_case("    lower: [saved]\n    load_imports: [my_ops.kernels, models/x.py]\n")
+    )
+
+    (loaded,) = load_case_file(path)
+
+    assert loaded.case.load_imports == ("my_ops.kernels", "models/x.py")
+    text = one_case("    lower: [saved]\n    load_imports: ['pkg:attr']\n")
+    error = case_error(tmp_path, text)
+    assert error.line == line_with(text, "pkg:attr")
+    assert error.message.startswith("cases.a.load_imports[0]: 'pkg:attr' does not match")
 
 
 def test_lower_adds_its_targets_as_checks_after_the_others(tmp_path):
