@@ -2,13 +2,17 @@
 
 The bundled case files named (default: ``cases/basics.yaml``) are copied into a
 temporary project and run through ``pytest --exportcheck --exportcheck-lower
-TARGET -k "lowered and export-cpu"``, each run a whole process timed from outside:
+TARGET -k "lowered and TARGET-export-cpu"``, each run a whole process timed from outside:
 first with ``--cache-clear`` (nothing compiled: pytest's cache, which holds the
 AOTInductor packages and Inductor's own caches, emptied), then again unchanged.
 Per target, serially and under ``-n 2``. ``TORCHINDUCTOR_CACHE_DIR`` is removed
 from the children's environment, so Inductor's caches are the run's.
 
     python benchmarks/lowering_cache.py [--targets aoti,inductor] [--cases cases/basics.yaml]
+    python benchmarks/lowering_cache.py --cases cases/lowering.yaml \
+        --targets all,aoti,inductor,executorch,onnx,saved   # the lowering corpus
+
+``all``: every target the cases' ``lower:`` names, in one run.
 """
 
 from __future__ import annotations
@@ -54,7 +58,11 @@ def main(argv: list[str] | None = None) -> int:
         files = [str(Path(name)) for name in args.cases.split(",")]
         for target in args.targets.split(","):
             for workers in map(int, args.workers.split(",")):
-                run_args = [*files, "--exportcheck-lower", target, "-k", "lowered and export-cpu"]
+                if target == "all":  # every target the cases name, together
+                    run_args = [*files, "-k", "lowered and export-cpu"]
+                else:
+                    run_args = [*files, "--exportcheck-lower", target]
+                    run_args += ["-k", f"lowered and {target}-export-cpu"]
                 run_args += ["-n", str(workers)] if workers else ["-p", "no:xdist"]
                 cold, _ = timed_run(project, [*run_args, "--cache-clear"])
                 warm, outcome = timed_run(project, run_args)

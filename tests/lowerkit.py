@@ -25,6 +25,7 @@ def torch_left_as_found(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         monkeypatch.setattr(torch._inductor, name, getattr(torch._inductor, name))
     monkeypatch.setattr(torch, "compile", torch.compile)
     monkeypatch.setattr(torch.export, "load", torch.export.load)
+    monkeypatch.setattr(torch.onnx, "export", torch.onnx.export)
     cache_dir = os.environ.pop(INDUCTOR_CACHE, None)  # as a user's process starts
     yield
     artifact_cache.use(None)

@@ -114,7 +114,7 @@ def check_lowered(case: Case, record: CaptureRecord, target: Target) -> list[str
             )
         )
     size = "" if lowered.size_bytes is None else f", {lowered.size_bytes / 2**20:.1f} MiB"
-    cached = ": a package an earlier run compiled from the same program, loaded from the cache"
+    cached = ": what an earlier run lowered from the same program, loaded from the cache"
     cached = cached if lowered.from_cache else ""
     if fresh is not None and fresh.from_cache:
         cached += "; the fresh process's result as an earlier run's gave it for these inputs"

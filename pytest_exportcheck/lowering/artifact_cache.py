@@ -11,9 +11,10 @@ that lowers keeps two caches under ``.pytest_cache/d/exportcheck-lowering/``
 - ``packages/``: AOTInductor packages, each under the digest of what it was
   compiled from. Inductor's caches hardly help ``aoti_compile_and_package``
   (measured on torch 2.13: 27.1 s cold, 22.9 s with them warm, for an MLP), so the
-  package itself is kept, and loaded where the program is the same. ``saved``
-  programs are kept there too (nothing to compile: so that what a fresh process
-  gave for one is kept beside it, as for a package).
+  package itself is kept, and loaded where the program is the same. ONNX models
+  are kept there too (``.onnx``: the exporter takes seconds a program), and
+  ``saved`` programs (nothing to compile: so that what a fresh process gave for
+  one is kept beside it, as for a package).
 
 The key is the digest of the program as ``torch.export.save`` writes it (graph,
 signature, weights, node metadata: the same bytes in two processes for the same
@@ -65,12 +66,12 @@ class PackageCache:
         with saved.open("rb") as archive:
             return _digest(archive, options)
 
-    def get(self, key: str) -> Path | None:
-        path = self._path(key)
+    def get(self, key: str, suffix: str = ".pt2") -> Path | None:
+        path = self._path(key, suffix)
         return path if path.is_file() else None
 
-    def put(self, key: str, package: Path) -> Path:
-        path = self._path(key)
+    def put(self, key: str, package: Path, suffix: str = ".pt2") -> Path:
+        path = self._path(key, suffix)
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, partial = tempfile.mkstemp(dir=path.parent, suffix=".partial")
         os.close(handle)
@@ -82,8 +83,8 @@ class PackageCache:
                 os.unlink(partial)
         return path
 
-    def _path(self, key: str) -> Path:
-        return self.root / "packages" / f"{key}.pt2"
+    def _path(self, key: str, suffix: str) -> Path:
+        return self.root / "packages" / f"{key}{suffix}"
 
 
 def _digest(archive: Any, options: dict[str, Any]) -> str:

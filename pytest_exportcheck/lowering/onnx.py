@@ -11,7 +11,9 @@ says so (``Lowered.keeps_state``).
 Inputs go in by the model's input names, in the order of ``ep``'s user inputs
 (the exporter names them after the program's placeholders); outputs come back flat
 and are put into ``ep``'s output structure. Needs ``onnx``, ``onnxscript`` and
-``onnxruntime``; without them the target is n/a, naming them.
+``onnxruntime``; without them the target is n/a, naming them. The exporter takes
+seconds a program: a model exported from the same program by an earlier run, with
+the same onnx and onnxscript, is loaded from the run's cache (``artifact_cache.py``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
+from pytest_exportcheck.lowering import artifact_cache
 from pytest_exportcheck.lowering.target import Lowered, raising_at, timed
 
 PACKAGES = ("onnx", "onnxscript", "onnxruntime")
@@ -41,10 +44,16 @@ class Onnx:
 
     def lower(self, program: torch.export.ExportedProgram, directory: Path) -> Lowered:
         call = _Named(program)  # the program's specs, read before the exporter changes it
-        path = directory / "model.onnx"
-        with raising_at("lower", "torch.onnx.export(ep)"):
-            exported, lowering = timed(lambda: torch.onnx.export(program, dynamo=True))
-            exported.save(str(path))
+        cache = artifact_cache.packages()
+        key = None if cache is None else cache.key(program, target=self.name, **_versions())
+        cached = None if key is None or cache is None else cache.get(key, ".onnx")
+        path, lowering = cached or directory / "model.onnx", 0.0
+        if cached is None:
+            with raising_at("lower", "torch.onnx.export(ep)"):
+                exported, lowering = timed(lambda: torch.onnx.export(program, dynamo=True))
+                exported.save(str(path))
+            if key is not None and cache is not None:
+                path = cache.put(key, path, ".onnx")
         with raising_at("load", "onnxruntime.InferenceSession"):
             import onnxruntime
 
@@ -57,7 +66,15 @@ class Onnx:
             seconds=lowering + loading,
             size_bytes=path.stat().st_size,
             keeps_state=False,
+            from_cache=cached is not None,
         )
+
+
+def _versions() -> dict[str, str]:
+    """What else the ONNX model depends on, for its cache key: the exporter's packages."""
+    from importlib.metadata import version
+
+    return {name: version(name) for name in ("onnx", "onnxscript")}
 
 
 class _Named:

@@ -9,11 +9,9 @@ logic is what fails on purpose.
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from casekit import write_cases
-from lowerkit import FAKE_COMPILE, INDUCTOR_CACHE, MLP, REFUSE_COMPILE, run
+from lowerkit import FAKE_COMPILE, MLP, REFUSE_COMPILE, run
 from lowerkit import torch_left_as_found as torch_left_as_found  # autouse
 
 COUNTER = """
@@ -126,57 +124,6 @@ torch._inductor.aoti_load_package = fake_load
     result = run(project)
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines([expected])
-
-
-def test_an_unchanged_program_is_loaded_from_the_cache_not_compiled_again(
-    project: pytest.Pytester,
-) -> None:
-    write_cases(project, MLP)
-    project.makeconftest(
-        FAKE_COMPILE.replace(
-            "    with open(package_path",
-            '    with open("compiles.txt", "a") as compiles:\n'
-            '        compiles.write("compiled\\n")\n'
-            "    import os\n"
-            '    with open("inductor_cache.txt", "w") as where:\n'
-            '        where.write(os.environ.get("TORCHINDUCTOR_CACHE_DIR", ""))\n'
-            "    with open(package_path",
-        )
-        + """
-import sys, torch
-sys.path.insert(0, "cases")
-from models import Mlp
-
-def fake_load(path, **kwargs):
-    torch.manual_seed(0)
-    return Mlp()
-
-torch._inductor.aoti_load_package = fake_load
-"""
-    )
-    compiles = project.path / "compiles.txt"
-    cached = "*a package an earlier run compiled from the same program, loaded from the cache*"
-    packages = project.path / ".pytest_cache" / "d" / "exportcheck-lowering" / "packages"
-
-    # The fresh process cannot load the fake package: each run fails on that, and says
-    # how the package was had.
-    project.runpytest("--exportcheck").assert_outcomes(passed=1, failed=1)
-    assert compiles.read_text() == "compiled\n"
-    kept = sorted(path.name.split(".", 1)[1] for path in packages.iterdir())
-    assert kept[1] == "pt2" and kept[0].startswith("fresh-")  # the package, the fresh result
-    # Inductor's caches are the run's while it runs, and the variable is taken back after.
-    inductor = (project.path / "inductor_cache.txt").read_text()
-    assert inductor == str(packages.parent / "inductor")
-    assert INDUCTOR_CACHE not in os.environ
-
-    again = project.runpytest("--exportcheck")
-    again.assert_outcomes(passed=1, failed=1)
-    again.stdout.fnmatch_lines([cached])
-    again.stdout.fnmatch_lines(["*the fresh process's result as an earlier run's gave it*"])
-    assert compiles.read_text() == "compiled\n"
-
-    project.runpytest("--exportcheck", "--cache-clear").assert_outcomes(passed=1, failed=1)
-    assert compiles.read_text() == "compiled\ncompiled\n"
 
 
 def test_inductor_compiling_at_the_first_call_fails_at_the_lower_stage(

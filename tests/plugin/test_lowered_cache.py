@@ -1,0 +1,143 @@
+"""What a run that lowers keeps between runs, under pytest's cache: an AOTInductor
+package or ONNX model is loaded, not lowered again, where the program is the same;
+what the fresh process gave is kept beside it; ``--cache-clear`` empties it all, and
+Inductor's cache variable is the run's only while it runs."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from casekit import write_cases
+from lowerkit import FAKE_COMPILE, INDUCTOR_CACHE, MLP
+from lowerkit import torch_left_as_found as torch_left_as_found  # autouse
+
+
+def test_an_unchanged_program_is_loaded_from_the_cache_not_compiled_again(
+    project: pytest.Pytester,
+) -> None:
+    write_cases(project, MLP)
+    project.makeconftest(
+        FAKE_COMPILE.replace(
+            "    with open(package_path",
+            '    with open("compiles.txt", "a") as compiles:\n'
+            '        compiles.write("compiled\\n")\n'
+            "    import os\n"
+            '    with open("inductor_cache.txt", "w") as where:\n'
+            '        where.write(os.environ.get("TORCHINDUCTOR_CACHE_DIR", ""))\n'
+            "    with open(package_path",
+        )
+        + """
+import sys, torch
+sys.path.insert(0, "cases")
+from models import Mlp
+
+def fake_load(path, **kwargs):
+    torch.manual_seed(0)
+    return Mlp()
+
+torch._inductor.aoti_load_package = fake_load
+"""
+    )
+    compiles = project.path / "compiles.txt"
+    cached = "*what an earlier run lowered from the same program, loaded from the cache*"
+    packages = project.path / ".pytest_cache" / "d" / "exportcheck-lowering" / "packages"
+
+    # The fresh process cannot load the fake package: each run fails on that, and says
+    # how the package was had.
+    project.runpytest("--exportcheck").assert_outcomes(passed=1, failed=1)
+    assert compiles.read_text() == "compiled\n"
+    kept = sorted(path.name.split(".", 1)[1] for path in packages.iterdir())
+    assert kept[1] == "pt2" and kept[0].startswith("fresh-")  # the package, the fresh result
+    # Inductor's caches are the run's while it runs, and the variable is taken back after.
+    inductor = (project.path / "inductor_cache.txt").read_text()
+    assert inductor == str(packages.parent / "inductor")
+    assert INDUCTOR_CACHE not in os.environ
+
+    again = project.runpytest("--exportcheck")
+    again.assert_outcomes(passed=1, failed=1)
+    again.stdout.fnmatch_lines([cached])
+    again.stdout.fnmatch_lines(["*the fresh process's result as an earlier run's gave it*"])
+    assert compiles.read_text() == "compiled\n"
+
+    project.runpytest("--exportcheck", "--cache-clear").assert_outcomes(passed=1, failed=1)
+    assert compiles.read_text() == "compiled\ncompiled\n"
+
+
+def test_an_unchanged_program_is_not_exported_to_onnx_again(project: pytest.Pytester) -> None:
+    # For real (the exporter takes seconds): the conftest counts its calls.
+    pytest.importorskip("onnxruntime", reason="onnx is an optional lowering target")
+    pytest.importorskip("onnxscript", reason="onnx is an optional lowering target")
+    write_cases(project, MLP.replace("lower: [aoti]", "lower: [onnx]"))
+    project.makeconftest(
+        """
+import torch
+
+export = getattr(torch.onnx.export, "counting", torch.onnx.export)  # each run wraps once
+
+def counted(*args, **kwargs):
+    with open("exports.txt", "a") as log:
+        log.write("exported\\n")
+    return export(*args, **kwargs)
+
+counted.counting = export
+torch.onnx.export = counted
+"""
+    )
+    exports = project.path / "exports.txt"
+    project.runpytest("--exportcheck").assert_outcomes(passed=2)
+    project.runpytest("--exportcheck").assert_outcomes(passed=2)
+    assert exports.read_text() == "exported\n"
+    project.runpytest("--exportcheck", "--cache-clear").assert_outcomes(passed=2)
+    assert exports.read_text() == "exported\nexported\n"
+
+
+INPUT_MUTATION = """
+cases:
+  doubles_in_place:
+    description: forward doubles its input in place, as ep.module() must too
+    model: {target: mutation.py:DoublesInPlace}
+    inputs: {args: [{shape: [2, 4]}]}
+    checks: [parity]
+    lower: [executorch]
+"""
+
+
+def test_an_executorch_program_from_the_cache_still_writes_its_input_back(
+    project: pytest.Pytester,
+) -> None:
+    # Which inputs the program mutates is kept beside the .pte: the cached program
+    # writes the doubled input back as the lowered one did, and is not lowered again.
+    pytest.importorskip(
+        "executorch.extension.pybindings.portable_lib",
+        reason="executorch is an optional lowering target",
+    )
+    (project.path / "cases" / "mutation.py").write_text(
+        "import torch\n\n"
+        "class DoublesInPlace(torch.nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        x.mul_(2)\n"
+        "        return x + 1\n"
+    )
+    write_cases(project, INPUT_MUTATION)
+    project.makeconftest(
+        """
+import executorch.exir
+
+to_edge = getattr(executorch.exir.to_edge, "counting", executorch.exir.to_edge)
+
+def counted(*args, **kwargs):
+    with open("lowerings.txt", "a") as log:
+        log.write("lowered\\n")
+    return to_edge(*args, **kwargs)
+
+counted.counting = to_edge
+executorch.exir.to_edge = counted
+"""
+    )
+    lowerings = project.path / "lowerings.txt"
+    project.runpytest("--exportcheck").assert_outcomes(passed=2)
+    project.runpytest("--exportcheck").assert_outcomes(passed=2)
+    assert lowerings.read_text() == "lowered\n"
+    kept = project.path / ".pytest_cache" / "d" / "exportcheck-lowering" / "packages"
+    assert sorted(path.suffix for path in kept.glob("*.json")) == [".json"]
