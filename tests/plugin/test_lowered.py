@@ -301,16 +301,18 @@ def test_executorch_runs_the_program_and_keeps_its_buffer_updates(
 
 
 def test_an_executorch_program_that_drops_a_buffer_update_fails(
-    project: pytest.Pytester,
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # pytorch/executorch#7515's shape: the lowered program forgets its buffer's update,
     # so its second call gives the first call's outputs again.
     # Imported here, before the in-process runs: pytester's module snapshot would
     # otherwise drop half of the package after the first run that imports it.
-    pytest.importorskip(
+    portable = pytest.importorskip(
         "executorch.extension.pybindings.portable_lib",
         reason="executorch is an optional lowering target",
     )
+    # The conftest replaces the loader in a module that stays imported: put it back after.
+    monkeypatch.setattr(portable, "_load_for_executorch", portable._load_for_executorch)
     write_cases(project, COUNTER.replace("lower: [aoti, inductor]", "lower: [executorch]"))
     project.makeconftest(
         """
