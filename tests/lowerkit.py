@@ -71,3 +71,45 @@ torch._inductor.aoti_compile_and_package = refuse
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.runpytest("--exportcheck", *OFF, *args)
+
+
+# The package "loads" as the case's MLP with its seed, whatever the file holds.
+LOADS_AS_MLP = """
+import sys, torch
+sys.path.insert(0, "cases")
+from models import Mlp
+
+def fake_load(path, **kwargs):
+    torch.manual_seed(0)
+    return Mlp()
+
+torch._inductor.aoti_load_package = fake_load
+"""
+
+COUNTER = """
+cases:
+  counter:
+    description: a buffer counts the calls, starting at zero
+    model: {target: models.py:Counter}
+    inputs: {args: [{shape: [2, 4]}]}
+    checks: [mutation]
+    lower: [aoti, inductor]
+"""
+
+
+def counting_conftest(module: str, name: str, log: str) -> str:
+    """A conftest that writes a line to ``log`` at each call of ``module.name``: each
+    in-process run executes it again, so it wraps the original, not the last wrapper."""
+    return f"""
+import {module}
+
+original = getattr({module}.{name}, "counting", {module}.{name})
+
+def counted(*args, **kwargs):
+    with open("{log}", "a") as log:
+        log.write("called\\n")
+    return original(*args, **kwargs)
+
+counted.counting = original
+{module}.{name} = counted
+"""

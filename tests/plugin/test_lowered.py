@@ -11,18 +11,13 @@ from __future__ import annotations
 
 import pytest
 from casekit import write_cases
+from lowerkit import COUNTER as COUNTER_CASE
 from lowerkit import FAKE_COMPILE, MLP, REFUSE_COMPILE, run
 from lowerkit import torch_left_as_found as torch_left_as_found  # autouse
 
-COUNTER = """
-cases:
-  counter:
-    description: a buffer counts the calls, starting at zero
-    model: {target: models.py:Counter}
-    inputs: {args: [{shape: [2, 4]}]}
-    checks: [mutation]
-    lower: [aoti, inductor]
-  dropout:
+COUNTER = (
+    COUNTER_CASE
+    + """  dropout:
     description: dropout in training mode draws from the RNG
     model: {target: "torch.nn:Dropout", args: [0.5], mode: train}
     inputs: {args: [{shape: [4, 8]}]}
@@ -30,6 +25,7 @@ cases:
     lower: [inductor]
     expect: {parity: {random: true}}
 """
+)
 
 
 def test_aoti_drops_a_buffer_update_that_inductor_keeps(project: pytest.Pytester) -> None:

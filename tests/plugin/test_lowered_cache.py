@@ -9,7 +9,7 @@ import os
 
 import pytest
 from casekit import write_cases
-from lowerkit import FAKE_COMPILE, INDUCTOR_CACHE, MLP
+from lowerkit import FAKE_COMPILE, INDUCTOR_CACHE, LOADS_AS_MLP, MLP, counting_conftest
 from lowerkit import torch_left_as_found as torch_left_as_found  # autouse
 
 
@@ -27,17 +27,7 @@ def test_an_unchanged_program_is_loaded_from_the_cache_not_compiled_again(
             '        where.write(os.environ.get("TORCHINDUCTOR_CACHE_DIR", ""))\n'
             "    with open(package_path",
         )
-        + """
-import sys, torch
-sys.path.insert(0, "cases")
-from models import Mlp
-
-def fake_load(path, **kwargs):
-    torch.manual_seed(0)
-    return Mlp()
-
-torch._inductor.aoti_load_package = fake_load
-"""
+        + LOADS_AS_MLP
     )
     compiles = project.path / "compiles.txt"
     cached = "*what an earlier run lowered from the same program, loaded from the cache*"
@@ -69,27 +59,13 @@ def test_an_unchanged_program_is_not_exported_to_onnx_again(project: pytest.Pyte
     pytest.importorskip("onnxruntime", reason="onnx is an optional lowering target")
     pytest.importorskip("onnxscript", reason="onnx is an optional lowering target")
     write_cases(project, MLP.replace("lower: [aoti]", "lower: [onnx]"))
-    project.makeconftest(
-        """
-import torch
-
-export = getattr(torch.onnx.export, "counting", torch.onnx.export)  # each run wraps once
-
-def counted(*args, **kwargs):
-    with open("exports.txt", "a") as log:
-        log.write("exported\\n")
-    return export(*args, **kwargs)
-
-counted.counting = export
-torch.onnx.export = counted
-"""
-    )
+    project.makeconftest(counting_conftest("torch.onnx", "export", "exports.txt"))
     exports = project.path / "exports.txt"
     project.runpytest("--exportcheck").assert_outcomes(passed=2)
     project.runpytest("--exportcheck").assert_outcomes(passed=2)
-    assert exports.read_text() == "exported\n"
+    assert exports.read_text() == "called\n"
     project.runpytest("--exportcheck", "--cache-clear").assert_outcomes(passed=2)
-    assert exports.read_text() == "exported\nexported\n"
+    assert exports.read_text() == "called\ncalled\n"
 
 
 INPUT_MUTATION = """
@@ -122,24 +98,10 @@ def test_an_executorch_program_from_the_cache_still_writes_its_input_back(
         "        return x + 1\n"
     )
     write_cases(project, INPUT_MUTATION)
-    project.makeconftest(
-        """
-import executorch.exir
-
-to_edge = getattr(executorch.exir.to_edge, "counting", executorch.exir.to_edge)
-
-def counted(*args, **kwargs):
-    with open("lowerings.txt", "a") as log:
-        log.write("lowered\\n")
-    return to_edge(*args, **kwargs)
-
-counted.counting = to_edge
-executorch.exir.to_edge = counted
-"""
-    )
+    project.makeconftest(counting_conftest("executorch.exir", "to_edge", "lowerings.txt"))
     lowerings = project.path / "lowerings.txt"
     project.runpytest("--exportcheck").assert_outcomes(passed=2)
     project.runpytest("--exportcheck").assert_outcomes(passed=2)
-    assert lowerings.read_text() == "lowered\n"
+    assert lowerings.read_text() == "called\n"
     kept = project.path / ".pytest_cache" / "d" / "exportcheck-lowering" / "packages"
     assert sorted(path.suffix for path in kept.glob("*.json")) == [".json"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 from casekit import write_cases
-from lowerkit import FAKE_COMPILE, MLP, run
+from lowerkit import COUNTER, FAKE_COMPILE, LOADS_AS_MLP, MLP, run
 from lowerkit import torch_left_as_found as torch_left_as_found  # autouse
 
 # An output type registered with pytree, as detection and Hugging Face models return:
@@ -104,15 +104,7 @@ def test_load_imports_that_cannot_be_imported_fail_the_item_saying_which(
     )
 
 
-COUNTER_SAVED = """
-cases:
-  counter:
-    description: a buffer counts the calls, starting at zero
-    model: {target: models.py:Counter}
-    inputs: {args: [{shape: [2, 4]}]}
-    checks: [mutation]
-    lower: [saved]
-"""
+COUNTER_SAVED = COUNTER.replace("lower: [aoti, inductor]", "lower: [saved]")
 
 
 def test_a_saved_program_keeps_its_state_and_a_loaded_one_that_forgets_fails(
@@ -158,20 +150,7 @@ def test_a_package_that_loads_only_where_it_was_made_is_a_finding(
     # Here, the package "loads" (the conftest's loader); a fresh python loads the
     # file itself, which is no package.
     write_cases(project, MLP)
-    project.makeconftest(
-        FAKE_COMPILE
-        + """
-import sys, torch
-sys.path.insert(0, "cases")
-from models import Mlp
-
-def fake_load(path, **kwargs):
-    torch.manual_seed(0)
-    return Mlp()
-
-torch._inductor.aoti_load_package = fake_load
-"""
-    )
+    project.makeconftest(FAKE_COMPILE + LOADS_AS_MLP)
     result = run(project)
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
