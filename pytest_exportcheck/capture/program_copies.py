@@ -41,7 +41,7 @@ from pytest_exportcheck.model.copy_on_write import (
     borrowed_memo,
     lazily_copyable,
 )
-from pytest_exportcheck.model.isolation import private_copy, quiet_torch_internals
+from pytest_exportcheck.model.isolation import keep_node_names, private_copy, quiet_torch_internals
 
 P = TypeVar("P")
 
@@ -130,26 +130,5 @@ def _copy(program: P, tensors: dict[int, torch.Tensor]) -> P:
     with quiet_torch_internals():
         copied = copy.deepcopy(program, memo)
     if isinstance(program, torch.export.ExportedProgram):
-        _keep_node_names(program.graph_module, copied.graph_module)  # type: ignore[attr-defined]
+        keep_node_names(program.graph_module, copied.graph_module)  # type: ignore[attr-defined]
     return copied
-
-
-def _keep_node_names(original: torch.fx.GraphModule, copied: torch.fx.GraphModule) -> None:
-    """Give ``copied``'s nodes (and those of its subgraphs: ``cond``'s branches, ...)
-    the names ``original``'s have where the copy renamed them."""
-    graph_module = torch.fx.GraphModule
-    copied_modules = dict(copied.named_modules())
-    for name, module in original.named_modules():
-        twin = copied_modules.get(name)
-        if not isinstance(module, graph_module) or not isinstance(twin, graph_module):
-            continue
-        renamed = False
-        for node, copied_node in zip(module.graph.nodes, twin.graph.nodes, strict=True):
-            if copied_node.name == node.name:
-                continue
-            copied_node.name = node.name
-            if node.op == "placeholder":
-                copied_node.target = node.target
-            renamed = True
-        if renamed:
-            twin.recompile()

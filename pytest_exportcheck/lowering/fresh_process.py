@@ -35,7 +35,8 @@ CHILD = """
 import importlib, importlib.util, json, random, sys, traceback
 import torch
 
-loader, package, inputs_file, result_file, steps, seed, imports = sys.argv[1:8]
+loader, package, inputs_file, result_file, steps, seed, imports, threads = sys.argv[1:9]
+torch.set_num_threads(int(threads))  # the parent's: another reduces in another order
 
 def fail(stage, prefix=""):
     error = "".join(traceback.format_exception_only(*sys.exc_info()[:2])).strip()
@@ -131,7 +132,7 @@ def run_in_fresh_process(
     if kept_file is not None and kept_file.is_file():
         return _read(kept_file, from_cache=True)
     command = [sys.executable, "-c", CHILD, loader, str(package), str(inputs_file)]
-    command += [str(result_file), str(steps), str(seed), imported]
+    command += [str(result_file), str(steps), str(seed), imported, str(torch.get_num_threads())]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=CHILD_SECONDS)
     except subprocess.TimeoutExpired:

@@ -139,7 +139,33 @@ def private_copy(obj: T) -> T:
     a big model's weights, which no run writes, are held once.
     """
     with quiet_torch_internals():
-        return lazy_deepcopy(obj, held_tensors(obj))
+        copied = lazy_deepcopy(obj, held_tensors(obj))
+    if isinstance(obj, torch.export.ExportedProgram):
+        # A deep copy renames a placeholder that shadows a builtin (``input`` becomes
+        # ``input_1``), and torch.export.save then refuses the copy's signature.
+        keep_node_names(obj.graph_module, copied.graph_module)  # type: ignore[attr-defined]
+    return copied
+
+
+def keep_node_names(original: torch.fx.GraphModule, copied: torch.fx.GraphModule) -> None:
+    """Give ``copied``'s nodes (and those of its subgraphs: ``cond``'s branches, ...)
+    the names ``original``'s have where the copy renamed them."""
+    graph_module = torch.fx.GraphModule
+    copied_modules = dict(copied.named_modules())
+    for name, module in original.named_modules():
+        twin = copied_modules.get(name)
+        if not isinstance(module, graph_module) or not isinstance(twin, graph_module):
+            continue
+        renamed = False
+        for node, copied_node in zip(module.graph.nodes, twin.graph.nodes, strict=True):
+            if copied_node.name == node.name:
+                continue
+            copied_node.name = node.name
+            if node.op == "placeholder":
+                copied_node.target = node.target
+            renamed = True
+        if renamed:
+            twin.recompile()
 
 
 def held_tensors(obj: Any) -> list[torch.Tensor]:

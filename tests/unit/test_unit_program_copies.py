@@ -157,12 +157,15 @@ class NamedInput(nn.Module):
 def test_a_copy_keeps_a_placeholder_named_after_a_builtin_and_saves() -> None:
     import io
 
+    from pytest_exportcheck.model.isolation import private_copy
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         program = torch.export.export(NamedInput(), (torch.randn(2, 4),))
     copies = ProgramCopies(program)
 
-    for copied in (copies.reading(program), copies.saving(program), copies.runnable(program)):
+    copied_ways = (copies.reading(program), copies.saving(program), copies.runnable(program))
+    for copied in (*copied_ways, private_copy(program)):  # private_copy: a lowering target's
         names = [node.name for node in copied.graph.nodes if node.op == "placeholder"]
         assert names == [spec.arg.name for spec in copied.graph_signature.input_specs]
         assert "input" in names
