@@ -116,6 +116,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "failures the baseline already had do not fail it.",
     )
     group.addoption(
+        "--exportcheck-save-programs",
+        dest="exportcheck_save_programs",
+        default=None,
+        metavar="DIR",
+        help="save every export capture's program (torch.export.save) with the case's inputs "
+        "and eager's outputs under DIR/torch-<this minor>/, for a later torch to load with "
+        "--exportcheck-load-programs.",
+    )
+    group.addoption(
+        "--exportcheck-load-programs",
+        dest="exportcheck_load_programs",
+        default=None,
+        metavar="DIR",
+        help="load every program an older torch saved in DIR (--exportcheck-save-programs) "
+        "and compare it with what eager gave there and gives here: items loaded[<minor>-"
+        "<capture>-<device>]. Only DIR is read, never a directory found by search: loading a "
+        ".pt2 can run pickled code, so name only a directory you trust. Programs a newer torch "
+        "saved are left: torch promises no forward compatibility.",
+    )
+    group.addoption(
         "--exportcheck-strict-gaps",
         dest="exportcheck_strict_gaps",
         action="store_true",
@@ -248,6 +268,16 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_exportcheck.items.session import ExportCheckSession
 
     config.pluginmanager.register(ExportCheckSession(config, case_dirs), "exportcheck-session")
+    from pytest_exportcheck.items.program_saving import PLUGIN, ProgramsAcrossVersions
+    from pytest_exportcheck.spec.compat import torch_minor
+
+    if config.getoption("exportcheck_save_programs") or config.getoption(
+        "exportcheck_load_programs"
+    ):
+        from pytest_exportcheck.saved_programs.store import minor_of
+
+        programs = ProgramsAcrossVersions(config, minor_of(torch_minor()))
+        config.pluginmanager.register(programs, PLUGIN)
     from pytest_exportcheck.reports import ReportPlugin
 
     config.pluginmanager.register(ReportPlugin(config), "exportcheck-reports")

@@ -65,7 +65,7 @@ def check_lowered(case: Case, record: CaptureRecord, target: Target) -> list[str
         fresh = None
         if lowered.package is not None:
             fresh = run_in_fresh_process(
-                lowered.package, inputs, loader=lowered.loader, imports=_load_imports(case),
+                lowered.package, inputs, loader=lowered.loader, imports=load_imports(case),
                 steps=steps, seed=case.seed, directory=Path(directory), kept=lowered.kept,
             )  # fmt: skip
     lifted = lifted_state(record) if lowered.state is not None else set()
@@ -95,7 +95,7 @@ def check_lowered(case: Case, record: CaptureRecord, target: Target) -> list[str
     findings += at_sizes
     if fresh is not None:
         where = f"{label}, loaded in a fresh process ({_imported(case)})"
-        findings += _fresh_findings(fresh, eager_steps, where, tolerance, subject, steps)
+        findings += fresh_findings(fresh, eager_steps, where, tolerance, subject, steps)
     more = len(mutated) - 4
     shown = ", ".join(mutated[:4]) + (f" and {more} more" if more > 0 else "")
     if not lowered.keeps_state and mutated:
@@ -122,7 +122,7 @@ def check_lowered(case: Case, record: CaptureRecord, target: Target) -> list[str
     return findings
 
 
-def _load_imports(case: Case) -> tuple[str, ...]:
+def load_imports(case: Case) -> tuple[str, ...]:
     """The case's ``load_imports``, files made absolute (the child runs anywhere)."""
     imports = []
     for name in case.load_imports:
@@ -141,15 +141,18 @@ def _imported(case: Case) -> str:
     return f"torch, {', '.join(case.load_imports)}" if case.load_imports else "torch only"
 
 
-def _fresh_findings(
+def fresh_findings(
     fresh: FreshRun,
     eager_steps: list[Step],
     where: str,
     tolerance: Tolerance,
     subject: Subject,
     steps: int,
+    *,
+    fp64: bool = True,
 ) -> list[str]:
-    """The artifact in a new interpreter: it loads, runs, and gives eager's outputs."""
+    """The artifact in a new interpreter: it loads, runs, and gives eager's outputs
+    (``fp64``: float64 eager of ``subject`` arbitrates, where the policy asks)."""
     if fresh.outputs is None:
         what = "loading it" if fresh.stage == "load" else "calling it"
         if fresh.error and fresh.error.startswith("importing "):
@@ -174,7 +177,7 @@ def _fresh_findings(
         output = pytree.tree_unflatten(leaves, eager_spec)
         problems = compare_trees(
             want.output, output, tolerance=tolerance, names=("eager", where),
-            reference=fp64_output(subject, index - 1, steps),
+            reference=fp64_output(subject, index - 1, steps) if fp64 else None,
         )  # fmt: skip
         if problems:
             return [f"after call {index}/{steps}, {where}: {p}" for p in problems]

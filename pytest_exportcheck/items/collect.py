@@ -62,9 +62,12 @@ class CaseNode(pytest.Collector):
         self.case = case
 
     def collect(self) -> Iterator[pytest.Item]:
+        from pytest_exportcheck.items.loaded_items import loaded_items
+
         session = self.session.config.pluginmanager.get_plugin("exportcheck-session")
         run_wide = [c for c in session.lowered_checks if c not in self.case.checks]
-        for device in session.devices.for_case(self.case):
+        devices = list(session.devices.for_case(self.case))
+        for device in devices:
             for capture in self.case.captures:
                 for check in (*self.case.checks, *run_wide):
                     if check == "consistency":
@@ -87,6 +90,7 @@ class CaseNode(pytest.Collector):
                     self, name=name, case=self.case, capture="+".join(self.case.captures),
                     check="consistency", device=device, nodeid=f"{self.nodeid}::{name}",
                 )  # fmt: skip
+        yield from loaded_items(self, devices)  # programs older torches saved
 
     def _has_recording(self) -> bool:
         from pytest_exportcheck.recordings.recording import recording_path
@@ -225,6 +229,9 @@ class CheckItem(pytest.Item):
                 self._recorded_failure(exc)
             raise
         self._set_property("exportcheck_capture_seconds", round(record.seconds, 4))
+        programs = self.config.pluginmanager.get_plugin("exportcheck-programs")
+        if programs is not None and self.check != "moved":  # --exportcheck-save-programs
+            programs.save(self.case, record, self.device)
         if self.check in VALUE_CHECKS:
             # Eager's soundness runs eager again (cached on the subject): a crash
             # there condemns the case, as one in building eager does.

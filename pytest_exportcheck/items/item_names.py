@@ -16,6 +16,11 @@ def item_name(check: str, capture: str, device: str) -> str:
     return f"{check}[{capture}-{device}]"
 
 
+def loaded_name(saving_minor: str, capture: str, device: str) -> str:
+    """A program torch ``saving_minor`` saved, loaded by this one: ``loaded[2.9-export-cpu]``."""
+    return f"loaded[{saving_minor}-{capture}-{device}]"
+
+
 def consistency_name(device: str) -> str:
     return f"consistency[{device}]"
 
@@ -23,13 +28,16 @@ def consistency_name(device: str) -> str:
 def split_item_name(name: str) -> tuple[str, str, str] | None:
     """``parity[export-strict-cuda:0]`` → ``("parity", "export-strict", "cuda:0")``;
     ``lowered[aoti-export-cpu]`` → ``("lowered-aoti", "export", "cpu")``;
+    ``loaded[2.9-export-cpu]`` → ``("loaded", "export", "cpu")``;
     ``consistency[cpu]`` → ``("consistency", "", "cpu")`` (it covers every capture)."""
     check, bracket, rest = name.partition("[")
     if not bracket or not rest.endswith("]"):
         return None
     if check == "consistency":
         return check, "", rest[:-1]
-    if check == "lowered":  # lowered[aoti-export-cpu]: the target is its first part
+    if check == "loaded":  # loaded[2.9-export-cpu]: the saving minor is its first part
+        rest = rest.partition("-")[2]
+    elif check == "lowered":  # lowered[aoti-export-cpu]: the target is its first part
         target, dash, rest = rest.partition("-")
         check = f"{LOWERED}{target}" if dash else check
     capture, dash, device = rest[:-1].rpartition("-")

@@ -64,7 +64,8 @@ def _xfail_scope(case: dict[str, Any]) -> Iterator[Problem]:
     xfails = xfails if isinstance(xfails, list) else [xfails]
     captures = case.get("captures", list(DEFAULT_CAPTURES))
     checks = case.get("checks", list(ALL_CHECKS))
-    checks = [*checks, *map(lowered_check, case.get("lower", ()))]
+    # `loaded` items come from the run's --exportcheck-load-programs, not the case.
+    checks = [*checks, *map(lowered_check, case.get("lower", ())), "loaded"]
     for index, xfail in enumerate(xfails):
         where: list[Any] = ["xfail", index] if isinstance(case.get("xfail"), list) else ["xfail"]
         for capture in xfail.get("captures", []):
