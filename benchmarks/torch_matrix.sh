@@ -8,6 +8,14 @@
 #   benchmarks/torch_matrix.sh torch211 torch212     # some of them
 #   benchmarks/torch_matrix.sh -- --exportcheck-update   # and record each minor's section
 #   KEEP_ENVS=1 benchmarks/torch_matrix.sh ...       # keep the envs (re-runs skip creation)
+#   PROGRAMS=DIR benchmarks/torch_matrix.sh          # programs across versions, below
+#
+# PROGRAMS=DIR: each env saves its exports' programs under DIR/torch-<minor>/ and loads
+# every program an older env saved there (--exportcheck-save-programs/-load-programs),
+# so with the envs oldest first one matrix run answers "does 2.14 load what 2.6-2.13
+# saved?"; then `python -m pytest_exportcheck versions --programs DIR --write
+# docs/versions.md` writes the table. DIR is made empty first: a program saved by an
+# earlier matrix run under the same minor would otherwise be loaded as this one's.
 #
 # Arguments after -- go to both pytest commands (tox's posargs). Exits non-zero if
 # any env failed; a summary line per env goes to stdout and to torch_matrix.log.
@@ -24,11 +32,19 @@ if [[ ${#envs[@]} -eq 0 ]]; then
   mapfile -t envs < <(tox -l)
 fi
 
+extra=()
+if [[ -n ${PROGRAMS:-} ]]; then
+  rm -rf "$PROGRAMS" && mkdir -p "$PROGRAMS"
+  PROGRAMS=$(cd "$PROGRAMS" && pwd)
+  extra=(--exportcheck-save-programs "$PROGRAMS" --exportcheck-load-programs "$PROGRAMS")
+fi
+
 log=torch_matrix.log
 status=0
 for env in "${envs[@]}"; do
   started=$(date +%s)
-  tox -e "$env" -- "$@"
+  # The options mean nothing to the project's tests (no --exportcheck there): harmless.
+  tox -e "$env" -- "${extra[@]}" "$@"
   rc=$?
   size=$(du -sh ".tox/$env" 2>/dev/null | cut -f1)
   line="$env: rc=$rc, $(($(date +%s) - started)) s, env ${size:-?}"

@@ -49,6 +49,14 @@ def main(argv: list[str] | None = None) -> int:
         help="put the table into FILE.md between its versions-table markers instead of "
         "printing it (docs/versions.md's table is made so)",
     )
+    versions.add_argument(
+        "--programs",
+        type=Path,
+        metavar="DIR",
+        help="instead: the table of programs across versions (per loading and saving torch "
+        "minor, how many load and match, differences by cause), from the loaded-by-torch-*.json "
+        "files that runs with --exportcheck-load-programs DIR wrote there",
+    )
     merge = commands.add_parser(
         "merge",
         help="merge the --exportcheck-report files of a run split across CI jobs into one",
@@ -76,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "versions":
         from pytest_exportcheck.reports import versions as versions_table
 
-        return versions_table.main(args.paths, args.write)
+        return versions_table.main(args.paths, args.write, args.programs)
     return scaffold.run(args, argv)
 
 

@@ -97,10 +97,14 @@ def capture(name: str, subject: Subject) -> CaptureRecord:
     the lines shown by default (``-vv`` and the reports have it); on success it is
     written to stderr as torch meant.
     """
+    from pytest_exportcheck.model.rng_state import rng_state
+
     printed = io.StringIO()
     try:
         with contextlib.redirect_stderr(printed):
+            before = rng_state()  # the `mode` check: a capture must leave them (rng_state.py)
             record = CAPTURES[name](subject)
+            record.rng_around = (before, rng_state())
     except CaptureError as exc:
         exc.printed = printed.getvalue().strip()
         raise

@@ -22,6 +22,7 @@ from pytest_exportcheck.model.copy_on_write import WriteMark
 from pytest_exportcheck.model.forward_defaults import DEFAULT_PREFIX, forward_defaults
 from pytest_exportcheck.model.frozen_values import FrozenValues
 from pytest_exportcheck.model.isolation import quiet_torch_internals
+from pytest_exportcheck.model.rng_state import RngState
 from pytest_exportcheck.model.subject import Subject
 
 # symbolic_size: a dynamic size a Dynamo graph takes as an input of its own (torch 2.10-2.12's
@@ -116,6 +117,9 @@ class CaptureRecord:
     # State forward never reads is still lifted or held (False: legacy Dynamo
     # registers only the tensors its graph reads).
     keeps_unread_state: bool = True
+    # Torch's generators just before and just after the capture (``capture()`` sets
+    # them; None where a record was made otherwise, e.g. moved to a device).
+    rng_around: tuple[RngState, RngState] | None = field(default=None, repr=False)
     _runnables: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property

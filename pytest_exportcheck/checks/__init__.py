@@ -13,6 +13,7 @@ from functools import partial
 from pytest_exportcheck.capture import CaptureRecord
 from pytest_exportcheck.checks.hierarchy import check_hierarchy
 from pytest_exportcheck.checks.lowered import check_lowered
+from pytest_exportcheck.checks.mode import check_mode
 from pytest_exportcheck.checks.moved import check_moved
 from pytest_exportcheck.checks.mutation import check_mutation
 from pytest_exportcheck.checks.parity import check_parity
@@ -30,12 +31,13 @@ CHECKS: dict[str, Check] = {
     "parity": check_parity,
     "shapes": check_shapes,
     "moved": check_moved,
+    "mode": check_mode,
     # One check per lowering target (lowering/): lowered-inductor, lowered-aoti.
     **{lowered_check(name): partial(check_lowered, target=t) for name, t in TARGETS.items()},
 }
 
 # Checks that compare values have nothing to compare on the meta device.
-VALUE_CHECKS = ("mutation", "parity", "shapes", "moved", *map(lowered_check, TARGETS))
+VALUE_CHECKS = ("mutation", "parity", "shapes", "moved", "mode", *map(lowered_check, TARGETS))
 
 
 def not_applicable(check: str, capture: str, device: str) -> str | None:

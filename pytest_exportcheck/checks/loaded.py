@@ -37,7 +37,7 @@ from pytest_exportcheck.spec import Case
 def check_loaded(case: Case, subject: Subject, saved: SavedProgram) -> list[str]:
     by, here = _saving_torch(saved), torch.__version__
     what = f"the program torch {by} saved ({saved.program})"
-    with raising_at("load", f"torch {here} loading {what}:\ntorch.export.load(path).module()"):
+    with raising_at("load", f"torch {here} loading {what} with torch.export.load().module()"):
         with quiet_torch_internals():
             module = torch.export.load(str(saved.program)).module()
     inputs, saved_outputs = _saved_values(saved, subject, by)

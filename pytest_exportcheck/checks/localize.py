@@ -27,7 +27,7 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
-from pytest_exportcheck.checks.call_rng import RngState, rng_state
+from pytest_exportcheck.model.rng_state import RngState, rng_state
 from pytest_exportcheck.checks.child_outputs import compare_child_outputs
 from pytest_exportcheck.comparison.compare_values import Tolerance, compare_trees
 from pytest_exportcheck.model.isolation import clone_tree, seed_everything
@@ -50,7 +50,7 @@ class Call:
     inputs: Any
     output: Any
     # The generator state the call started from: a call that draws random numbers
-    # (Dropout in train mode) is replayed under it (``call_rng.py``).
+    # (Dropout in train mode) is replayed under it (``model/rng_state.py``).
     rng: RngState | None = None
 
 

@@ -32,7 +32,7 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
-from pytest_exportcheck.checks.call_rng import under_rng
+from pytest_exportcheck.model.rng_state import under_rng
 from pytest_exportcheck.checks.child_outputs import compare_child_outputs
 from pytest_exportcheck.checks.localize import Call, hooked_calls, pair_calls
 from pytest_exportcheck.comparison.compare_values import Tolerance

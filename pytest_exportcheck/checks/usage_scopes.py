@@ -40,7 +40,7 @@ def usage_scopes(record: CaptureRecord) -> list[str]:
         readers = [user for node in nodes.get(p.name, []) for user in node.users]
         # State held by a called module (`L__self___fc1.weight`) is read by the call.
         readers += calls.get(p.name.rpartition(".")[0], [])
-        scopes = {scope for user in readers if (scope := _innermost_module(user)) is not None}
+        scopes = {scope for user in readers if (scope := innermost_module(user)) is not None}
         owners = {fqn.rpartition(".")[0] for fqn in groups.get(p.target, (p.target,))}
         if scopes and not any(_on_one_line(s, o) for s in scopes for o in owners):
             findings.append(
@@ -51,7 +51,7 @@ def usage_scopes(record: CaptureRecord) -> list[str]:
     return findings
 
 
-def _innermost_module(node: torch.fx.Node) -> str | None:
+def innermost_module(node: torch.fx.Node) -> str | None:
     """The FQN of the innermost module whose forward made ``node``, if recorded."""
     stack = node.meta.get("nn_module_stack")
     if not stack:

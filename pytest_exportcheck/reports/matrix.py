@@ -37,6 +37,7 @@ CHECK_LETTERS: dict[str, str] = {
     "parity": "P",
     "shapes": "D",  # dynamic dims; S is signature's
     "moved": "V",
+    "mode": "E",  # M is mutation's, D shapes'; E for train/Eval
     "recorded": "R",
     "consistency": "C",
     "lowered-inductor": "I",
@@ -44,6 +45,7 @@ CHECK_LETTERS: dict[str, str] = {
     "lowered-executorch": "T",  # X is xpassed; T for (execu)Torch
     "lowered-onnx": "O",
     "lowered-saved": "L",  # S is signature's; L for (torch.export.)Load
+    "loaded": "B",  # L is lowered-saved's; B for Backward compatibility
 }
 CONSISTENCY = "consistency"
 _DEVICE_KINDS = ("cpu", "cuda", "xpu", "mps", "meta")

@@ -114,21 +114,26 @@ BEGIN = (
 END = "<!-- end of versions table -->"
 
 
-def with_table(text: str, table: list[str]) -> str | None:
-    """``text`` with the lines between BEGIN and END replaced by ``table``; None if it
-    lacks the markers."""
+def with_table(text: str, table: list[str], begin: str = BEGIN, end: str = END) -> str | None:
+    """``text`` with the lines between ``begin`` and ``end`` replaced by ``table``; None if
+    it lacks the markers."""
     lines = text.splitlines(keepends=True)
-    starts = [i for i, line in enumerate(lines) if line.strip() == BEGIN]
-    ends = [i for i, line in enumerate(lines) if line.strip() == END]
+    starts = [i for i, line in enumerate(lines) if line.strip() == begin]
+    ends = [i for i, line in enumerate(lines) if line.strip() == end]
     if len(starts) != 1 or len(ends) != 1 or ends[0] < starts[0]:
         return None
     body = [f"{line}\n" for line in table]
     return "".join([*lines[: starts[0] + 1], *body, *lines[ends[0] :]])
 
 
-def main(paths: list[Path], write: Path | None = None) -> int:
+def main(paths: list[Path], write: Path | None = None, programs: Path | None = None) -> int:
     """``python -m pytest_exportcheck versions``: print the table, or (``write``) put it
-    into a Markdown file between the markers; 2 on an unreadable or unmarked file."""
+    into a Markdown file between the markers; 2 on an unreadable or unmarked file.
+    ``programs``: the table of programs across versions, from that directory, instead."""
+    if programs is not None:
+        from pytest_exportcheck.saved_programs import summary
+
+        return _print_or_write(summary.render_markdown(programs), write, summary.BEGIN, summary.END)
     files = list(recording_files(paths))
     if not files:
         print(f"no *{SUFFIX} under {', '.join(map(str, paths))}")
@@ -138,15 +143,18 @@ def main(paths: list[Path], write: Path | None = None) -> int:
     except RecordingError as exc:
         print(f"error: {exc}")
         return 2
-    table = render_markdown(steps(recordings))
+    return _print_or_write(render_markdown(steps(recordings)), write, BEGIN, END)
+
+
+def _print_or_write(table: list[str], write: Path | None, begin: str, end: str) -> int:
     if write is None:
         for line in table:
             print(line)
         return 0
     text = write.read_text(encoding="utf-8")
-    updated = with_table(text, table)
+    updated = with_table(text, table, begin, end)
     if updated is None:
-        print(f"error: {write} needs one line {BEGIN!r} and, after it, one line {END!r}")
+        print(f"error: {write} needs one line {begin!r} and, after it, one line {end!r}")
         return 2
     if updated != text:
         write_atomically(write, updated)

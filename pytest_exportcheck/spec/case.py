@@ -16,6 +16,7 @@ ALL_CHECKS: tuple[str, ...] = (
     "parity",
     "shapes",
     "moved",
+    "mode",
     "consistency",
     "recorded",
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from pytest_exportcheck.checks.call_rng import rng_state, under_rng
+from pytest_exportcheck.model.rng_state import rng_state, under_rng
 from pytest_exportcheck.checks.child_outputs import compare_child_outputs
 from pytest_exportcheck.comparison.compare_values import DEFAULT
 

@@ -1,4 +1,5 @@
-"""The generator state a submodule call saw, so the call can be replayed under it.
+"""Torch's generator states: what a submodule call saw, so the call can be replayed
+under it, and what a capture left (the ``mode`` check: capturing must not move them).
 
 A submodule that draws random numbers (``nn.Dropout`` in train mode) returns
 another output for every generator state. Run alone after the whole forward,
@@ -28,6 +29,17 @@ class RngState:
 
     cpu: torch.Tensor
     devices: tuple[tuple[str, int, torch.Tensor], ...]
+
+    def moved_in(self, after: RngState) -> list[str]:
+        """The generators whose state differs in ``after`` (``cpu``, ``cuda:0``...); a
+        device that started in between is not compared (it had no state before)."""
+        moved = [] if torch.equal(self.cpu, after.cpu) else ["cpu"]
+        later = {(kind, index): state for kind, index, state in after.devices}
+        for kind, index, state in self.devices:
+            now = later.get((kind, index))
+            if now is not None and not torch.equal(state, now):
+                moved.append(f"{kind}:{index}")
+        return moved
 
     def same_as(self, other: RngState) -> bool:
         """Whether no generator moved between ``self`` and ``other``: the call drew nothing."""
