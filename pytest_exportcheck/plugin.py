@@ -116,6 +116,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "failures the baseline already had do not fail it.",
     )
     group.addoption(
+        "--exportcheck-programs",
+        dest="exportcheck_programs",
+        default=None,
+        metavar="CHAINS",
+        help="chains of steps every export capture is also run as, comma-separated, as a "
+        "case's programs: key (e.g. decompose>save,retrace,save>unflatten): judged by parity, "
+        "the stepped mutation runs and shapes.",
+    )
+    group.addoption(
         "--exportcheck-save-programs",
         dest="exportcheck_save_programs",
         default=None,

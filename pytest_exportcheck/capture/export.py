@@ -155,22 +155,7 @@ class ProgramRecord(CaptureRecord):
         return self._module("loaded", self._saved_and_loaded)
 
     def _saved_and_loaded(self) -> torch.nn.Module:
-        # torch's log records during save and load reach no handler while torch runs
-        # (a handler that raises would raise into torch) and explain its failures
-        # ("Please check the warnings above"): see torch_logs.py.
-        with archive_file() as buffer:
-            try:
-                with quiet_torch_internals(), kept_torch_logs() as logged:
-                    torch.export.save(self.copies.saving(self.program), buffer)
-            except Exception as exc:
-                raise serialization_error(exc, "torch.export.save raised", logged) from exc
-            buffer.seek(0)
-            try:
-                with quiet_torch_internals(), kept_torch_logs() as logged:
-                    loaded = torch.export.load(buffer)
-            except Exception as exc:
-                raise serialization_error(exc, "torch.export.load raised", logged) from exc
-        return loaded.module()
+        return saved_and_loaded(self.copies.saving(self.program)).module()
 
     def _module(self, key: str, make: Any) -> torch.nn.Module:
         def pair() -> tuple[torch.nn.Module, torch.nn.Module]:
@@ -180,13 +165,16 @@ class ProgramRecord(CaptureRecord):
         return self._cached_run(key, pair)[1]
 
     def runnables(self) -> list[Runnable]:
-        # Late-bound (self.fresh_module looked up per call), so a test can swap one.
-        return [
-            Runnable("ep.module()", lambda: _pair(self.fresh_module())),
-            Runnable("unflatten(ep)", lambda: _pair(self.fresh_unflattened())),
-            Runnable("decomposed", lambda: _pair(self.fresh_decomposed_module()), stateful=False),
-            Runnable("saved and loaded", lambda: _pair(self.fresh_loaded())),
-        ]
+        """The chains the case's ``programs:`` names (``chains.py``); late-bound, so a
+        test can swap ``fresh_module`` and the others."""
+        from pytest_exportcheck.capture.chains import chain_runnables
+
+        return chain_runnables(self)
+
+    def programs_not_run(self) -> list[str]:
+        from pytest_exportcheck.capture.chains import not_run
+
+        return not_run(self)
 
     @cached_property
     def decomposed(self) -> torch.export.ExportedProgram:
@@ -199,13 +187,7 @@ class ProgramRecord(CaptureRecord):
         table of CompositeImplicitAutograd ops (``operator_table.py``) and the
         kernels it overrides them with (``cia_overrides.py``).
         """
-        try:
-            with quiet_torch_internals(), reusing_cia_ops(), replaying_cia_overrides():
-                return self.copies.reading(self.program).run_decompositions()
-        except Exception as exc:
-            raise DecompositionError(
-                describe_exception(exc, context="run_decompositions() raised")
-            ) from exc
+        return decomposed(self.copies.reading(self.program))
 
     def mutations(self) -> Mutations:
         """Read from the decomposed program: the training IR records no mutations."""
@@ -222,8 +204,41 @@ class ProgramRecord(CaptureRecord):
         )
 
 
-def _pair(module: torch.nn.Module) -> tuple[torch.nn.Module, torch.nn.Module]:
-    return module, module
+def decomposed(program: torch.export.ExportedProgram) -> torch.export.ExportedProgram:
+    """``program.run_decompositions()`` (it reads the program's tensors and writes none).
+
+    What torch derives alike for every program is derived once per process: the
+    table of CompositeImplicitAutograd ops (``operator_table.py``) and the kernels
+    it overrides them with (``cia_overrides.py``).
+    """
+    try:
+        with quiet_torch_internals(), reusing_cia_ops(), replaying_cia_overrides():
+            return program.run_decompositions()
+    except Exception as exc:
+        raise DecompositionError(
+            describe_exception(exc, context="run_decompositions() raised")
+        ) from exc
+
+
+def saved_and_loaded(program: torch.export.ExportedProgram) -> torch.export.ExportedProgram:
+    """``torch.export.load(<torch.export.save(program)>)``.
+
+    torch's log records during save and load reach no handler while torch runs (a
+    handler that raises would raise into torch) and explain its failures ("Please
+    check the warnings above"): see torch_logs.py.
+    """
+    with archive_file() as buffer:
+        try:
+            with quiet_torch_internals(), kept_torch_logs() as logged:
+                torch.export.save(program, buffer)
+        except Exception as exc:
+            raise serialization_error(exc, "torch.export.save raised", logged) from exc
+        buffer.seek(0)
+        try:
+            with quiet_torch_internals(), kept_torch_logs() as logged:
+                return torch.export.load(buffer)
+        except Exception as exc:
+            raise serialization_error(exc, "torch.export.load raised", logged) from exc
 
 
 def normalize_signature(

@@ -139,6 +139,10 @@ class CaptureRecord:
         """The tensor the path's calling convention binds to a state placeholder."""
         return self.state_tensor(placeholder.target) if placeholder.target else None
 
+    def programs_not_run(self) -> list[str]:
+        """Notes for the programs the case names that cannot run here (``chains.py``)."""
+        return []
+
     def mutations(self) -> Mutations | None:
         """The path's own mutation records; ``None`` if the path keeps none."""
         return None

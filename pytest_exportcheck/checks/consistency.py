@@ -34,6 +34,7 @@ import torch
 from pytest_exportcheck.capture.record import STATE_KINDS, CaptureRecord, DecompositionError
 from pytest_exportcheck.capture.symbolic import kept_dims
 from pytest_exportcheck.checks.differences import classify, unread_state
+from pytest_exportcheck.checks.retraced import retrace_findings
 from pytest_exportcheck.checks.usage_scopes import is_traced_constant
 from pytest_exportcheck.comparison.compare_values import Tolerance, compare_trees
 from pytest_exportcheck.containment.failures import ExportCheckWarning, describe_exception
@@ -63,6 +64,7 @@ class CaptureSummary:
     dynamic: dict[str, str] = field(default_factory=dict)  # row -> cell, declared dims only
     output: Any = None  # one call's output; ``output_error`` instead when the call raised
     output_error: str | None = None
+    retraced: list[str] = field(default_factory=list)  # how its retrace differs (retraced.py)
 
 
 def summarize(case: Case, record: CaptureRecord) -> CaptureSummary:
@@ -76,6 +78,7 @@ def summarize(case: Case, record: CaptureRecord) -> CaptureSummary:
         dynamic=_dynamic_dims(case, record),
         output=output,
         output_error=error,
+        retraced=retrace_findings(case, record),
     )
 
 
@@ -103,6 +106,15 @@ def check_consistency(
     case: Case, summaries: dict[str, CaptureSummary], left_out: dict[str, str], subject: Subject
 ) -> list[str]:
     """Findings of the consistency item; ``subject`` is the case's eager side on the device."""
+    retraced = [line for summary in summaries.values() for line in summary.retraced]
+    if len(summaries) < 2:  # a capture and its retrace only
+        return retraced
+    return retraced + _table_findings(case, summaries, left_out, subject)
+
+
+def _table_findings(
+    case: Case, summaries: dict[str, CaptureSummary], left_out: dict[str, str], subject: Subject
+) -> list[str]:
     table = table_of(case, summaries)
     differing = differing_rows(table)
     accepted = {a.row: a for a in case.expect.accepted_differences}

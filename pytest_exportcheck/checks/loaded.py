@@ -37,9 +37,9 @@ from pytest_exportcheck.spec import Case
 def check_loaded(case: Case, subject: Subject, saved: SavedProgram) -> list[str]:
     by, here = _saving_torch(saved), torch.__version__
     what = f"the program torch {by} saved ({saved.program})"
-    with raising_at("load", f"torch {here} loading {what} with torch.export.load().module()"):
-        with quiet_torch_internals():
-            module = torch.export.load(str(saved.program)).module()
+    loading = f"torch {here} loading {what} with torch.export.load().module()"
+    with raising_at("load", loading), quiet_torch_internals():
+        module = torch.export.load(str(saved.program)).module()
     inputs, saved_outputs = _saved_values(saved, subject, by)
     steps = len(saved_outputs)
     different = _first_different_state(subject.model_copy(), module)  # before it runs
@@ -82,9 +82,7 @@ def _saving_torch(saved: SavedProgram) -> str:
         return saved.label
 
 
-def _saved_values(
-    saved: SavedProgram, subject: Subject, by: str
-) -> tuple[Any, list[SavedOutput]]:
+def _saved_values(saved: SavedProgram, subject: Subject, by: str) -> tuple[Any, list[SavedOutput]]:
     """The saved inputs, in the structure this torch's case builds, and the saved outputs."""
     try:
         values = saved.values()
@@ -128,14 +126,19 @@ class SavedOutput:
             except Exception as exc:
                 return None, [f"the output structure torch {by} saved cannot be read: {exc}"]
             if want_spec != got_spec:
-                return None, [f"output structure {got_spec}, where eager on torch {by} gave "
-                              f"{want_spec}"]
+                return None, [
+                    f"output structure {got_spec}, where eager on torch {by} gave {want_spec}"
+                ]
             return pytree.tree_unflatten(self.leaves, got_spec), []
         if len(got_leaves) != len(self.leaves):
-            return None, [f"{len(got_leaves)} output leaves, where eager on torch {by} gave "
-                          f"{len(self.leaves)} ({self.text})"]
-        note = Note(f"output structure compared by its leaves only: torch {by} could not "
-                    f"write it ({self.text})")
+            return None, [
+                f"{len(got_leaves)} output leaves, where eager on torch {by} gave "
+                f"{len(self.leaves)} ({self.text})"
+            ]
+        note = Note(
+            f"output structure compared by its leaves only: torch {by} could not "
+            f"write it ({self.text})"
+        )
         return pytree.tree_unflatten(self.leaves, got_spec), [note]
 
 

@@ -27,10 +27,10 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
-from pytest_exportcheck.model.rng_state import RngState, rng_state
 from pytest_exportcheck.checks.child_outputs import compare_child_outputs
 from pytest_exportcheck.comparison.compare_values import Tolerance, compare_trees
 from pytest_exportcheck.model.isolation import clone_tree, seed_everything
+from pytest_exportcheck.model.rng_state import RngState, rng_state
 
 _CALL_SUFFIX = re.compile(r"@\d+(?=\.|$)")
 

@@ -20,6 +20,7 @@ random number generators where eager would.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import torch
@@ -46,11 +47,11 @@ def check_mode(case: Case, record: CaptureRecord) -> list[str]:
             )
     others = [op for op in ops if op.expected is None]
     if others:
-        where = sorted({op.module or "(no module recorded)" for op in others})
+        where = sorted({_module_name(op.module) for op in others})
         findings.append(
             Note(
                 f"{len(others)} op(s) with a training flag made outside torch.nn's "
-                f"mode-following modules (in {', '.join(map(repr, where[:4]))}"
+                f"mode-following modules (in {', '.join(where[:4])}"
                 f"{' ...' if len(where) > 4 else ''}): a model's own module may pass any "
                 "flag, so theirs were not judged"
             )
@@ -58,6 +59,10 @@ def check_mode(case: Case, record: CaptureRecord) -> list[str]:
     if ops and isinstance(record, ProgramRecord):
         findings += switch_findings(case, record)
     return findings
+
+
+def _module_name(fqn: str | None) -> str:
+    return "(no module recorded)" if fqn is None else (fqn or "the root module")
 
 
 def generator_findings(record: CaptureRecord) -> list[str]:
@@ -71,10 +76,8 @@ def generator_findings(record: CaptureRecord) -> list[str]:
     with under_rng(before):  # eager's forward from the state the capture started in
         model = subject.model_copy()
         args, kwargs = subject.inputs_copy()
-        try:
+        with contextlib.suppress(Exception):  # eager's failures are the value checks' to tell
             model(*args, **kwargs)
-        except Exception:  # eager's own failures are reported by the value checks
-            pass
         eager_after = rng_state()
     if not after.moved_in(eager_after):
         return [Info(f"capturing moved the {', '.join(moved)} generator as eager's forward does")]
@@ -96,12 +99,20 @@ def switch_findings(case: Case, record: ProgramRecord) -> list[str]:
     other_model = subject.model_copy().train(other == "train")
     other_output = subject.run(other_model, subject.inputs_copy(), steps=1, eager=True)[0].output
     if not compare_trees(own, other_output, tolerance=tolerance):
-        return [*told, Info(f"eager's outputs do not depend on the mode, so {switch} changes nothing to check")]
+        return [
+            *told,
+            Info(
+                f"eager's outputs do not depend on the mode, so {switch} changes nothing to check"
+            ),
+        ]
     unflattened = record.fresh_unflattened()
     unflattened.train(other == "train")
     got = subject.run(unflattened, subject.inputs_copy(), steps=1)[0].output
     if not compare_trees(other_output, got, tolerance=tolerance):
-        return [*told, Info(f"unflatten(ep){switch} switches: it computes as eager in {other} mode")]
+        return [
+            *told,
+            Info(f"unflatten(ep){switch} switches: it computes as eager in {other} mode"),
+        ]
     if compare_trees(own, got, tolerance=tolerance):
         return [*told, Info(f"unflatten(ep){switch}: outputs match neither mode's eager")]
     silent = (
@@ -120,7 +131,6 @@ def _module_switch(record: ProgramRecord, switch: str, other: str) -> Any:
     except Exception as exc:
         first = (exception_text(exc).splitlines() or [""])[0]
         return Info(
-            f"ep.module(){switch} raises {type(exc).__name__} on torch {torch.__version__}: "
-            f"{first}"
+            f"ep.module(){switch} raises {type(exc).__name__} on torch {torch.__version__}: {first}"
         )
     return Info(f"ep.module(){switch} does not raise on torch {torch.__version__}")

@@ -66,8 +66,13 @@ def mode_flag(node: torch.fx.Node) -> bool | None:
                 return flag
         for index, argument in enumerate(schema.arguments):
             if argument.name in FLAG_NAMES:
-                value = node.args[index] if index < len(node.args) else node.kwargs.get(
-                    argument.name, argument.default_value if argument.has_default_value() else None
+                value = (
+                    node.args[index]
+                    if index < len(node.args)
+                    else node.kwargs.get(
+                        argument.name,
+                        argument.default_value if argument.has_default_value() else None,
+                    )
                 )
                 return value if isinstance(value, bool) else None
         return None

@@ -138,7 +138,7 @@ def _stepped_runs(case: Case, record: CaptureRecord) -> list[str]:
     except Exception as exc:
         return [describe_exception(exc, context="eager raised on a repeated call")]
     lifted = lifted_state(record)
-    findings = []
+    findings = record.programs_not_run()
     for runnable in record.runnables():
         if not runnable.stateful:
             continue

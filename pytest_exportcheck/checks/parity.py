@@ -78,6 +78,7 @@ def check_parity(case: Case, record: CaptureRecord) -> list[str]:
             if problems and label not in diverged:
                 diverged.append(label)
             findings += problems
+    findings += record.programs_not_run()
     if isinstance(record, JointRecord):
         findings += _gradients(case, record, tolerance)
     findings += _where(record, tolerance, diverged)

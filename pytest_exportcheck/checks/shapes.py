@@ -63,6 +63,7 @@ def check_shapes(case: Case, record: CaptureRecord) -> list[str]:
     kept = kept_dims(record, spec)
     findings = declared_vs_recorded(spec, record, kept)
     findings += marker_verdicts(spec, kept, record.capture)
+    findings += record.programs_not_run()
     # Sizes are made from the case's tensor specs, or by a factory that takes ``dims``;
     # the Python API's caller gives inputs in one size.
     if not case.inputs or ("factory" in case.inputs and not factory_takes_dims(case)):

@@ -32,11 +32,11 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
-from pytest_exportcheck.model.rng_state import under_rng
 from pytest_exportcheck.checks.child_outputs import compare_child_outputs
 from pytest_exportcheck.checks.localize import Call, hooked_calls, pair_calls
 from pytest_exportcheck.comparison.compare_values import Tolerance
 from pytest_exportcheck.containment.failures import Note
+from pytest_exportcheck.model.rng_state import under_rng
 
 
 def check_submodules_alone(case: Any, record: Any) -> list[str]:

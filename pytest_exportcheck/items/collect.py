@@ -10,13 +10,13 @@ collection error, which would stop the whole run) that names ``file:line``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
-from _pytest._code.code import TerminalRepr
-from _pytest._io import TerminalWriter
 
+from pytest_exportcheck.items.failure_repr import FailureRepr
 from pytest_exportcheck.items.item_names import consistency_name, item_name
 from pytest_exportcheck.model.devices import is_accelerator
 from pytest_exportcheck.spec import Case, SpecError, load_case_file
@@ -59,6 +59,9 @@ class CaseFile(pytest.File):
 class CaseNode(pytest.Collector):
     def __init__(self, *, case: Case, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        extra = self.config.pluginmanager.get_plugin("exportcheck-session").run_programs
+        if extra:  # --exportcheck-programs
+            case = dataclasses.replace(case, programs=tuple(dict.fromkeys(case.programs + extra)))
         self.case = case
 
     def collect(self) -> Iterator[pytest.Item]:
@@ -84,7 +87,9 @@ class CaseNode(pytest.Collector):
                         # as a parametrization and --lf would never match.
                         nodeid=f"{self.nodeid}::{name}",
                     )  # fmt: skip
-            if "consistency" in self.case.checks and len(self.case.captures) > 1:
+            # A retrace is compared with its capture there (checks/retraced.py).
+            several = len(self.case.captures) > 1 or self.case.names_step("retrace")
+            if "consistency" in self.case.checks and several:
                 name = consistency_name(device)
                 yield ConsistencyItem.from_parent(
                     self, name=name, case=self.case, capture="+".join(self.case.captures),
@@ -383,23 +388,3 @@ class BrokenCaseItem(pytest.Item):
 def _skip_here(reason: str) -> NoReturn:
     """Skip, reported at the case's location rather than at this line of the plugin."""
     raise pytest.skip.Exception(reason, _use_item_location=True)
-
-
-class _Crash:
-    """What pytest's short summary and junitxml's ``message`` read: one line."""
-
-    def __init__(self, message: str) -> None:
-        self.message = message
-
-
-class FailureRepr(TerminalRepr):
-    """A failure told in the plugin's words, with a one-line headline for summaries:
-    without it, pytest's short test summary (untruncated under CI) repeats the report."""
-
-    def __init__(self, text: str, *, headline: str) -> None:
-        self.text = text
-        self.reprcrash = _Crash(headline)
-
-    def toterminal(self, tw: TerminalWriter) -> None:
-        for line in self.text.splitlines():
-            tw.line(line)

@@ -80,6 +80,25 @@ def memory_limit(config: pytest.Config) -> tuple[int | None, bool]:
         raise pytest.UsageError(f"--exportcheck-memory-limit / {exc}") from None
 
 
+def run_programs(config: pytest.Config) -> tuple[str, ...]:
+    """``--exportcheck-programs``: chains every export capture also runs as (``programs:``)."""
+    import re
+
+    from pytest_exportcheck.spec.load import case_schema
+
+    pattern = case_schema()["$defs"]["case"]["properties"]["programs"]["items"]["pattern"]
+    text = config.getoption("exportcheck_programs") or ""
+    chains = [chain.strip() for chain in str(text).split(",") if chain.strip()]
+    for chain in chains:
+        ends = [s for s in chain.split(">")[:-1] if s in ("module", "unflatten")]
+        if re.fullmatch(pattern, chain) is None or ends:
+            raise pytest.UsageError(
+                f"--exportcheck-programs: {chain!r} is not a chain of decompose, save, retrace, "
+                "move:<device>, ending in module or unflatten (e.g. decompose>save)"
+            )
+    return tuple(chains)
+
+
 def lowering_targets(config: pytest.Config) -> tuple[str, ...]:
     """The run's lowering targets (--exportcheck-lower, or the ini option), as checks."""
     from pytest_exportcheck.spec.case import LOWERING_TARGETS, lowered_check

@@ -50,7 +50,8 @@ def read_summaries(root: Path) -> dict[tuple[int, int], dict[str, Any]]:
 
 def render_markdown(root: Path) -> list[str]:
     lines = [
-        "| loaded by | saved by | programs | load and match | differences (cause: count, example) |",
+        "| loaded by | saved by | programs | load and match "
+        "| differences (cause: count, example) |",
         "|---|---|---|---|---|",
     ]
     for minor, summary in sorted(read_summaries(root).items()):

@@ -33,6 +33,9 @@ def lowered_check(target: str) -> str:
 
 LOWERED_CHECKS: tuple[str, ...] = tuple(map(lowered_check, LOWERING_TARGETS))
 DEFAULT_CAPTURES: tuple[str, ...] = ("export",)
+# The programs an export capture runs as (`programs:`, capture/chains.py): ep.module(),
+# unflatten(ep), the decomposed program, the saved and loaded one.
+DEFAULT_PROGRAMS: tuple[str, ...] = ("module", "unflatten", "decompose", "save")
 DEFAULT_MUTATION_STEPS = 3
 DEFAULT_PARITY_STEPS = 1
 
@@ -202,6 +205,8 @@ class Case:
     # What a fresh process imports before it loads a lowered program (`load_imports:`):
     # module names, or .py files relative to the case file.
     load_imports: tuple[str, ...] = ()
+    # `programs:` the chains of steps each export capture is run as (capture/chains.py).
+    programs: tuple[str, ...] = DEFAULT_PROGRAMS
     # Seconds each item of the case may take (None: the run's exportcheck_timeout).
     timeout: float | None = None
     xfails: tuple[XfailSpec, ...] = ()
@@ -221,6 +226,10 @@ class Case:
     def base_dir(self) -> Path:
         """Where relative ``file.py:Attr`` targets are resolved."""
         return self.path.parent
+
+    def names_step(self, step: str) -> bool:
+        """Whether a chain of ``programs:`` takes ``step`` (``retrace``, ``save``...)."""
+        return any(step in chain.split(">") for chain in self.programs)
 
     def xfail_for(self, capture: str, check: str, device: str) -> XfailSpec | None:
         return next((x for x in self.xfails if x.applies_to(capture, check, device)), None)

@@ -21,6 +21,7 @@ from pytest_exportcheck.spec.case import (
     DEFAULT_CAPTURES,
     DEFAULT_MUTATION_STEPS,
     DEFAULT_PARITY_STEPS,
+    DEFAULT_PROGRAMS,
     LOWERED_CHECKS,
     AcceptedDifference,
     Case,
@@ -261,6 +262,7 @@ def _build_case(
         requires_torch=raw.get("torch"),
         requires=tuple(raw.get("requires", ())),
         load_imports=tuple(raw.get("load_imports", ())),
+        programs=tuple(raw.get("programs", DEFAULT_PROGRAMS)),
         timeout=raw.get("timeout"),
         expect=ExpectSpec(
             placeholders=_placeholders(placeholders),

@@ -28,6 +28,7 @@ def semantic_errors(case: dict[str, Any], max_elements: int = MAX_TENSOR_ELEMENT
     problems = list(_non_finite(case))
     problems += list(_xfail_scope(case))
     problems += list(_capture_options(case))
+    problems += list(_program_chains(case))
     problems += list(dynamic_problems(case))
     if "shapes" in case.get("checks", ()) and "dynamic" not in case:
         problems.append(
@@ -57,6 +58,19 @@ def _non_finite(value: Any, path: list[Any] | None = None) -> Iterator[Problem]:
     elif isinstance(value, list):
         for index, item in enumerate(value):
             yield from _non_finite(item, [*path, index])
+
+
+def _program_chains(case: dict[str, Any]) -> Iterator[Problem]:
+    """``module`` and ``unflatten`` end a chain (they give a module, not a program)."""
+    for index, chain in enumerate(case.get("programs", [])):
+        steps = chain.split(">")
+        ends = [step for step in steps[:-1] if step in ("module", "unflatten")]
+        if ends:
+            yield (
+                f"program {chain!r}: {ends[0]!r} gives a module, so it can only end a chain "
+                "(decompose, save, retrace and move take a program)",
+                ["programs", index],
+            )
 
 
 def _xfail_scope(case: dict[str, Any]) -> Iterator[Problem]:

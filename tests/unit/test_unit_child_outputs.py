@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from pytest_exportcheck.model.rng_state import rng_state, under_rng
 from pytest_exportcheck.checks.child_outputs import compare_child_outputs
 from pytest_exportcheck.comparison.compare_values import DEFAULT
+from pytest_exportcheck.model.rng_state import rng_state, under_rng
 
 
 def compare(eager: object, unflat: object) -> tuple[list[str], list[str]]:
