@@ -9,6 +9,7 @@
 #   benchmarks/torch_matrix.sh -- --exportcheck-update   # and record each minor's section
 #   KEEP_ENVS=1 benchmarks/torch_matrix.sh ...       # keep the envs (re-runs skip creation)
 #   PROGRAMS=DIR benchmarks/torch_matrix.sh          # programs across versions, below
+#   CORPUS_ONLY=1 benchmarks/torch_matrix.sh ...     # the bundled corpus only, not the tests
 #
 # PROGRAMS=DIR: each env saves its exports' programs under DIR/torch-<minor>/ and loads
 # every program an older env saved there (--exportcheck-save-programs/-load-programs),
@@ -43,8 +44,13 @@ log=torch_matrix.log
 status=0
 for env in "${envs[@]}"; do
   started=$(date +%s)
-  # The options mean nothing to the project's tests (no --exportcheck there): harmless.
-  tox -e "$env" -- "${extra[@]}" "$@"
+  if [[ -n ${CORPUS_ONLY:-} ]]; then  # make the env as tox does, run its first command only
+    tox -e "$env" --notest &&
+      ".tox/$env/bin/python" -m pytest --exportcheck -p no:cacheprovider -n 2 "${extra[@]}" "$@"
+  else
+    # The options mean nothing to the project's tests (no --exportcheck there): harmless.
+    tox -e "$env" -- "${extra[@]}" "$@"
+  fi
   rc=$?
   size=$(du -sh ".tox/$env" 2>/dev/null | cut -f1)
   line="$env: rc=$rc, $(($(date +%s) - started)) s, env ${size:-?}"

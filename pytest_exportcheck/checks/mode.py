@@ -106,7 +106,7 @@ def switch_findings(case: Case, record: ProgramRecord) -> list[str]:
             ),
         ]
     unflattened = record.fresh_unflattened()
-    unflattened.train(other == "train")
+    getattr(unflattened, other)()  # .eval() or .train(), as a user calls it
     got = subject.run(unflattened, subject.inputs_copy(), steps=1)[0].output
     if not compare_trees(other_output, got, tolerance=tolerance):
         return [
@@ -127,7 +127,7 @@ def switch_findings(case: Case, record: ProgramRecord) -> list[str]:
 def _module_switch(record: ProgramRecord, switch: str, other: str) -> Any:
     module = record.fresh_module()
     try:
-        module.train(other == "train")
+        getattr(module, other)()
     except Exception as exc:
         first = (exception_text(exc).splitlines() or [""])[0]
         return Info(

@@ -5,8 +5,10 @@ PyTorch's ``test_retraceability.py`` does for every export test. Its values are
 judged by parity and the stepped runs; here its signature is compared with the
 capture's: the same parameters, buffers and constants lifted (by alias group: a
 strict capture lifts a tied weight once where the non-strict retrace lifts it per
-name), and the same user inputs in the same order. Placeholder names are not
-compared: a retrace names them afresh.
+name), as many constants (a retrace lifts a tensor ``forward`` takes by default, or
+one it makes, under a target of its own: ExportDB's ``optional_input``), and the same
+user inputs in the same order. Placeholder names are not compared: a retrace names
+them afresh.
 """
 
 from __future__ import annotations
@@ -41,8 +43,11 @@ def signature_differences(
         return {
             (p.kind, min(groups.get(p.target, (p.target,)))): p.target
             for p in placeholders
-            if p.kind in STATE_KINDS and p.target
+            if p.kind in STATE_KINDS and p.kind != "constant" and p.target
         }
+
+    def constants(placeholders: list[Placeholder]) -> int:
+        return sum(p.kind == "constant" for p in placeholders)
 
     def user_inputs(placeholders: list[Placeholder]) -> list[str]:
         return [str(p.target) for p in placeholders if p.kind == "user_input"]
@@ -57,6 +62,11 @@ def signature_differences(
         f"{where}: lifts {kind} {theirs[(kind, group)]}, which the capture does not"
         for kind, group in sorted(theirs.keys() - mine.keys())
     ]
+    if constants(original) != constants(retraced):
+        findings.append(
+            f"{where}: lifts {constants(retraced)} constant(s), where the capture lifts "
+            f"{constants(original)}"
+        )
     if user_inputs(original) != user_inputs(retraced):
         findings.append(
             f"{where}: takes user inputs {user_inputs(retraced)}, where the capture takes "
