@@ -37,7 +37,8 @@ extra=()
 if [[ -n ${PROGRAMS:-} ]]; then
   rm -rf "$PROGRAMS" && mkdir -p "$PROGRAMS"
   PROGRAMS=$(cd "$PROGRAMS" && pwd)
-  extra=(--exportcheck-save-programs "$PROGRAMS" --exportcheck-load-programs "$PROGRAMS")
+  # With "=": pytest would read a separate existing path as a test path for its rootdir.
+  extra=("--exportcheck-save-programs=$PROGRAMS" "--exportcheck-load-programs=$PROGRAMS")
 fi
 
 log=torch_matrix.log

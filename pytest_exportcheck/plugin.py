@@ -131,7 +131,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DIR",
         help="save every export capture's program (torch.export.save) with the case's inputs "
         "and eager's outputs under DIR/torch-<this minor>/, for a later torch to load with "
-        "--exportcheck-load-programs.",
+        "--exportcheck-load-programs. Give it as --exportcheck-save-programs=DIR (pytest reads a "
+        "separate existing path as a test path when it picks its rootdir).",
     )
     group.addoption(
         "--exportcheck-load-programs",
@@ -142,7 +143,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "and compare it with what eager gave there and gives here: items loaded[<minor>-"
         "<capture>-<device>]. Only DIR is read, never a directory found by search: loading a "
         ".pt2 can run pickled code, so name only a directory you trust. Programs a newer torch "
-        "saved are left: torch promises no forward compatibility.",
+        "saved are left: torch promises no forward compatibility. Give it as "
+        "--exportcheck-load-programs=DIR.",
     )
     group.addoption(
         "--exportcheck-strict-gaps",

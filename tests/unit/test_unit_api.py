@@ -73,9 +73,13 @@ def test_the_callers_model_and_inputs_are_untouched() -> None:
     x_before, x_version = x.clone(), x._version
 
     expected = ["bn.num_batches_tracked", "bn.running_mean", "bn.running_var", "count"]
+    # A train-mode program that unflatten(ep).eval() does not switch: true, and not this
+    # test's subject (the mode check's own tests make it fail on purpose).
+    silent = {"reason": "does not switch", "checks": ["mode"], "match": "will not switch"}
     report = check_model(
-        model, (x,), captures=["export", "export-strict"], expect={"mutated_buffers": expected}
-    )
+        model, (x,), captures=["export", "export-strict"], expect={"mutated_buffers": expected},
+        xfail=silent,
+    )  # fmt: skip
 
     assert report.failed == [] and "mutation[export-strict-cpu]" in report.passed
     assert model.training and model.bn.training
@@ -96,10 +100,12 @@ def test_the_report_lists_what_ran_and_what_was_skipped_and_why() -> None:
         "hierarchy[export-cpu]",
         "mutation[export-cpu]",
         "parity[export-cpu]",
+        "mode[export-cpu]",
         "signature[dynamo-legacy-cpu]",
         "hierarchy[dynamo-legacy-cpu]",
         "mutation[dynamo-legacy-cpu]",
         "parity[dynamo-legacy-cpu]",
+        "mode[dynamo-legacy-cpu]",
         "consistency[cpu]",
     ]  # as YAML items: no `moved` off accelerators
     assert report.skipped == ["hierarchy[dynamo-legacy-cpu]"]

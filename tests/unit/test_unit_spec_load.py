@@ -266,7 +266,8 @@ def test_unknown_case_key_suggests_the_closest_one(tmp_path):
     assert "unknown key 'captrues' in cases.a (did you mean 'captures'?)" in error.message
     assert (
         "allowed: captures, checks, description, devices, dynamic, expect, inputs, load_imports, "
-        "loss_output, lower, model, requires, seed, timeout, torch, when, xfail" in (error.message)
+        "loss_output, lower, model, programs, requires, seed, timeout, torch, when, xfail"
+        in (error.message)
     )
 
 
@@ -339,8 +340,8 @@ def test_bad_check_names_its_index(tmp_path):
 
     assert error.message == (
         "cases.a.checks[1]: 'nope' is not one of: signature, hierarchy, mutation, parity, shapes, "
-        "moved, consistency, recorded, lowered-inductor, lowered-aoti, lowered-executorch, "
-        "lowered-onnx, lowered-saved"
+        "moved, mode, consistency, recorded, lowered-inductor, lowered-aoti, lowered-executorch, "
+        "lowered-onnx, lowered-saved, loaded"
     )
 
 
