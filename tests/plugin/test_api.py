@@ -92,7 +92,7 @@ def test_a_failing_export_reports_its_capture_kind(project: pytest.Pytester) -> 
     line = line_of(project, test_file, "exportcheck(model")
     result.stdout.fnmatch_lines(
         [
-            f"E *ExportCheckFailed: 4 of 4 exportcheck "
+            f"E *ExportCheckFailed: 5 of 5 exportcheck "
             f"item(s) failed for DataDependent: [[]capture: data-dependent guard[]] "
             f"{test_file}:{line}: torch.export.export (non-strict) raised: *",
         ]

@@ -16,7 +16,7 @@ def test_malformed_yaml_fails_one_item_and_the_rest_runs(
     good_file(project)
     write_cases(project, "cases:\n  broken: {description: [unclosed\n", "cases/bad.yaml")
     result = project.runpytest("--exportcheck", *dist)
-    result.assert_outcomes(passed=4, failed=1)
+    result.assert_outcomes(passed=5, failed=1)
     result.stdout.fnmatch_lines(
         ["*[[]case[]] cases/bad.yaml:3: invalid YAML: *", "FAILED cases/bad.yaml::load*"]
     )
@@ -37,7 +37,7 @@ def test_unknown_key_names_the_line_and_suggests_the_key(
 """,
     )
     result = project.runpytest("--exportcheck", *dist)
-    result.assert_outcomes(passed=4, failed=1)
+    result.assert_outcomes(passed=5, failed=1)
     result.stdout.fnmatch_lines(
         [
             "*[[]case[]] cases/main.yaml:10: unknown key 'captrues' in cases.typo "
@@ -74,7 +74,7 @@ def test_unimportable_model_is_a_case_error(project: pytest.Pytester, dist: list
         project, MLP_CASE.replace("models.py:Mlp", "no_such_pkg.models:Net"), "cases/bad.yaml"
     )
     result = project.runpytest("--exportcheck", *dist)
-    result.assert_outcomes(passed=4, failed=4)
+    result.assert_outcomes(passed=5, failed=5)
     result.stdout.fnmatch_lines(
         [
             "*[[]case[]] cases/bad.yaml:2: cannot import 'no_such_pkg.models': "
@@ -88,7 +88,7 @@ def test_target_that_is_not_a_module_is_a_case_error(
 ) -> None:
     write_cases(project, MLP_CASE.replace("models.py:Mlp", "models.py:not_a_module"))
     result = project.runpytest("--exportcheck", *dist)
-    result.assert_outcomes(failed=4)
+    result.assert_outcomes(failed=5)
     result.stdout.fnmatch_lines(
         [
             "*[[]case[]] cases/main.yaml:2: models.py:not_a_module returned a int, not a torch.nn.Module"
@@ -100,7 +100,7 @@ def test_eager_forward_that_raises_is_a_case_error_reported_once(project: pytest
     good_file(project)
     write_cases(project, MLP_CASE.replace("Mlp", "Raising"), "cases/bad.yaml")
     result = project.runpytest("--exportcheck")
-    result.assert_outcomes(passed=4, failed=4)
+    result.assert_outcomes(passed=5, failed=5)
     result.stdout.fnmatch_lines(
         [
             "*[[]eager[]] cases/bad.yaml:2: the eager forward raised: ValueError: forward is broken on purpose",
@@ -119,7 +119,7 @@ def test_export_that_raises_is_a_capture_failure_reported_once(project: pytest.P
     good_file(project)
     write_cases(project, MLP_CASE.replace("Mlp", "DataDependent"), "cases/bad.yaml")
     result = project.runpytest("--exportcheck")
-    result.assert_outcomes(passed=4, failed=4)
+    result.assert_outcomes(passed=5, failed=5)
     out = result.stdout.str()
     result.stdout.fnmatch_lines(
         [
@@ -130,7 +130,7 @@ def test_export_that_raises_is_a_capture_failure_reported_once(project: pytest.P
         ]
     )
     assert out.count("raised from user code:") == 1
-    assert out.count("(full report on cases/bad.yaml::mlp::signature[export-cpu])") == 3
+    assert out.count("(full report on cases/bad.yaml::mlp::signature[export-cpu])") == 4
 
 
 def test_full_traceback_with_very_verbose(project: pytest.Pytester) -> None:
@@ -166,7 +166,7 @@ def test_an_xfail_for_export_does_not_hide_a_broken_case(project: pytest.Pyteste
         ),
     )
     result = project.runpytest("--exportcheck")
-    result.assert_outcomes(failed=4)
+    result.assert_outcomes(failed=5)
     result.stdout.fnmatch_lines(["*[[]case[]] cases/main.yaml:2: target 'models.py:Mlpp': *"])
 
 

@@ -323,7 +323,7 @@ def test_the_rest_of_the_run_is_unaffected_and_the_exit_status_says_failed(
     corpus_run: tuple[int, dict[str, list[Any]], str],
 ) -> None:
     returncode, by_file, stdout = corpus_run
-    assert [item["outcome"] for item in by_file["0_good"]] == ["passed"] * 4
+    assert [item["outcome"] for item in by_file["0_good"]] == ["passed"] * 5
     assert returncode == pytest.ExitCode.TESTS_FAILED
     assert "maximum crashed workers reached" not in stdout
     assert "INTERNALERROR" not in stdout

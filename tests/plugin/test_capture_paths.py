@@ -54,7 +54,7 @@ def test_a_path_passes_the_checks_it_supports(project: pytest.Pytester, path: st
     write_cases(project, TWIN.format(captures=path))
     result = project.runpytest("--exportcheck", "-rA")
     outcomes = result.parseoutcomes()
-    assert outcomes["passed"] == (4 if path.startswith("export") else 3)
+    assert outcomes["passed"] == (5 if path.startswith("export") else 4)
     assert "failed" not in outcomes
 
 
@@ -144,10 +144,10 @@ def test_a_path_the_installed_torch_lacks_skips_naming_the_version(
         """
     )
     result = project.runpytest("--exportcheck", "-rs", "-k", "dynamo or consistency")
-    result.assert_outcomes(skipped=5)  # hierarchy is not applicable to dynamo anyway
+    result.assert_outcomes(skipped=6)  # hierarchy is not applicable to dynamo anyway
     result.stdout.fnmatch_lines(
         [
-            "SKIPPED [[]3[]] * torch 0.0 has no dynamo_graph_capture_for_export",
+            "SKIPPED [[]4[]] * torch 0.0 has no dynamo_graph_capture_for_export",
             "SKIPPED [[]1[]] * fewer than two captures to compare "
             "(dynamo: torch 0.0 has no dynamo_graph_capture_for_export)",
         ]

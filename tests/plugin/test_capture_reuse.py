@@ -73,13 +73,16 @@ def test_a_capture_is_released_after_its_last_item(project: pytest.Pytester) -> 
     # first's consistency item compares both captures: it is their last user.
     assert alive["first::parity[export-strict-cpu]"] == 2
     assert alive["first::consistency[cpu]"] == 0
-    assert alive["second::parity[export-cpu]"] == 0
+    assert alive["second::parity[export-cpu]"] == 1
+    assert alive["second::mode[export-cpu]"] == 0
 
 
 def test_deselected_items_do_not_keep_a_capture_alive(project: pytest.Pytester) -> None:
     write_cases(project, TWO_CASES)
     alive = dict(
-        observe(project, "-k", "first and not parity and not strict and not consistency")["alive"]
+        observe(
+            project, "-k", "first and not parity and not mode and not strict and not consistency"
+        )["alive"]
     )
     assert alive == {
         "first::signature[export-cpu]": 1,

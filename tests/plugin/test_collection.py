@@ -25,12 +25,14 @@ def test_one_item_per_case_capture_and_check(project: pytest.Pytester) -> None:
             "cases/main.yaml::mlp::hierarchy[[]export-cpu[]]",
             "cases/main.yaml::mlp::mutation[[]export-cpu[]]",
             "cases/main.yaml::mlp::parity[[]export-cpu[]]",
+            "cases/main.yaml::mlp::mode[[]export-cpu[]]",
             "cases/main.yaml::mlp::signature[[]export-strict-cpu[]]",
             "cases/main.yaml::mlp::hierarchy[[]export-strict-cpu[]]",
             "cases/main.yaml::mlp::mutation[[]export-strict-cpu[]]",
             "cases/main.yaml::mlp::parity[[]export-strict-cpu[]]",
+            "cases/main.yaml::mlp::mode[[]export-strict-cpu[]]",
             "cases/main.yaml::mlp::consistency[[]cpu[]]",
-            "9 tests collected*",
+            "11 tests collected*",
         ]
     )
 
@@ -38,7 +40,7 @@ def test_one_item_per_case_capture_and_check(project: pytest.Pytester) -> None:
 def test_keyword_selection_reads_naturally(project: pytest.Pytester) -> None:
     write_cases(project, MLP_CASE)
     result = project.runpytest("--exportcheck", "-k", "mlp and parity", "-q")
-    result.assert_outcomes(passed=1, deselected=3)
+    result.assert_outcomes(passed=1, deselected=4)
 
 
 def test_checks_key_limits_the_items(project: pytest.Pytester) -> None:
@@ -72,7 +74,7 @@ def test_flag_without_paths_loads_the_case_dirs_conftests_not_testpaths(
     (project.path / "tests" / "conftest.py").write_text("raise RuntimeError('loaded')\n")
     (project.path / "cases" / "conftest.py").write_text("LOADED = True\n")
     result = project.runpytest("--exportcheck", "--collect-only", "-q")
-    result.stdout.fnmatch_lines(["cases/main.yaml::mlp::signature*", "4 tests collected*"])
+    result.stdout.fnmatch_lines(["cases/main.yaml::mlp::signature*", "5 tests collected*"])
     assert result.ret == 0
     without_flag = project.runpytest("--collect-only", "-q")
     without_flag.stderr.fnmatch_lines(["*RuntimeError: loaded*"])
@@ -82,7 +84,7 @@ def test_case_dirs_come_from_the_ini(project: pytest.Pytester) -> None:
     write_cases(project, MLP_CASE.replace("models.py", "../cases/models.py"), "models/zoo.yaml")
     project.makeini("[pytest]\nexportcheck_paths = models\n")
     result = project.runpytest("--exportcheck", "--collect-only", "-q")
-    result.stdout.fnmatch_lines(["models/zoo.yaml::mlp::signature*", "4 tests collected*"])
+    result.stdout.fnmatch_lines(["models/zoo.yaml::mlp::signature*", "5 tests collected*"])
 
 
 def test_yaml_outside_case_dirs_is_ignored_unless_named(project: pytest.Pytester) -> None:
@@ -90,9 +92,9 @@ def test_yaml_outside_case_dirs_is_ignored_unless_named(project: pytest.Pytester
     write_cases(project, MLP_CASE.replace("models.py", "../cases/models.py"), "other/x.yaml")
     (project.path / "ci.yml").write_text("jobs: {build: {}}\n")
     result = project.runpytest("--exportcheck", "--collect-only", "-q")
-    result.stdout.fnmatch_lines(["cases/main.yaml::mlp::signature*", "4 tests collected*"])
+    result.stdout.fnmatch_lines(["cases/main.yaml::mlp::signature*", "5 tests collected*"])
     named = project.runpytest("--exportcheck", "--collect-only", "-q", "other/x.yaml")
-    named.stdout.fnmatch_lines(["other/x.yaml::mlp::signature*", "4 tests collected*"])
+    named.stdout.fnmatch_lines(["other/x.yaml::mlp::signature*", "5 tests collected*"])
 
 
 def test_xfail_scoped_to_a_capture_and_check(project: pytest.Pytester, dist: list[str]) -> None:
@@ -119,7 +121,7 @@ def test_xfail_that_passes_fails_the_run(project: pytest.Pytester) -> None:
         MLP_CASE.replace("inputs:", "xfail: {reason: stale, checks: [parity]}\n    inputs:"),
     )
     result = project.runpytest("--exportcheck", "-q")
-    result.assert_outcomes(passed=3, failed=1)
+    result.assert_outcomes(passed=4, failed=1)
     result.stdout.fnmatch_lines(["*XPASS(strict)*stale*"])
 
 
@@ -131,15 +133,15 @@ def test_last_failed_reruns_only_the_failed_items(project: pytest.Pytester) -> N
         .replace("mlp:", "broken:")
         .replace("Mlp", "PythonCounter"),
     )
-    project.runpytest("--exportcheck").assert_outcomes(passed=7, failed=1)
+    project.runpytest("--exportcheck").assert_outcomes(passed=9, failed=1)
     rerun = project.runpytest("--exportcheck", "--lf")
-    rerun.assert_outcomes(failed=1, deselected=7)
+    rerun.assert_outcomes(failed=1, deselected=9)
 
 
 def test_a_directory_named_on_the_command_line_holds_cases(project: pytest.Pytester) -> None:
     write_cases(project, MLP_CASE.replace("models.py", "../cases/models.py"), "zoo/x.yaml")
     result = project.runpytest("--exportcheck", "--collect-only", "-q", "zoo")
-    result.stdout.fnmatch_lines(["zoo/x.yaml::mlp::signature*", "4 tests collected*"])
+    result.stdout.fnmatch_lines(["zoo/x.yaml::mlp::signature*", "5 tests collected*"])
 
 
 def test_no_case_directory_is_a_usage_error(pytester: pytest.Pytester) -> None:

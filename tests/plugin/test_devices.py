@@ -34,7 +34,7 @@ def test_one_item_set_per_device_and_moved_only_on_accelerators(gpu_box: pytest.
             "cases/main.yaml::mlp::signature[[]export-cuda:96[]]",
             "cases/main.yaml::mlp::moved[[]export-cuda:96[]]",
             "cases/main.yaml::mlp::moved[[]export-cuda:97[]]",
-            "14 tests collected*",
+            "17 tests collected*",
         ]
     )
     result.stdout.no_fnmatch_line("*moved[[]export-cpu[]]*")
@@ -43,11 +43,11 @@ def test_one_item_set_per_device_and_moved_only_on_accelerators(gpu_box: pytest.
 def test_absent_devices_skip_naming_the_device(gpu_box: pytest.Pytester) -> None:
     write_cases(gpu_box, MLP_CASE)
     result = gpu_box.runpytest("--exportcheck", "--exportcheck-devices", "cpu,cuda", "-rs")
-    result.assert_outcomes(passed=4, skipped=10)
+    result.assert_outcomes(passed=5, skipped=12)
     result.stdout.fnmatch_lines(
         [
-            "SKIPPED [[]5[]] cases/main.yaml:2: device cuda:96 is not available here: torch sees *",
-            "SKIPPED [[]5[]] cases/main.yaml:2: device cuda:97 is not available here: torch sees *",
+            "SKIPPED [[]6[]] cases/main.yaml:2: device cuda:96 is not available here: torch sees *",
+            "SKIPPED [[]6[]] cases/main.yaml:2: device cuda:97 is not available here: torch sees *",
         ]
     )
 
@@ -60,16 +60,16 @@ def test_a_kind_nobody_has_still_yields_items_that_skip(project: pytest.Pytester
         pytest.skip("this machine has an XPU: the kind is not one nobody has here")
     write_cases(project, MLP_CASE)
     result = project.runpytest("--exportcheck", "--exportcheck-devices", "xpu", "-rs")
-    result.assert_outcomes(skipped=5)
-    result.stdout.fnmatch_lines(["SKIPPED [[]5[]] *device xpu is not available here*"])
+    result.assert_outcomes(skipped=6)
+    result.stdout.fnmatch_lines(["SKIPPED [[]6[]] *device xpu is not available here*"])
 
 
 def test_meta_checks_structure_and_says_values_are_not_applicable(project: pytest.Pytester) -> None:
     write_cases(project, MLP_CASE.replace("Mlp", "Counter"))
     result = project.runpytest("--exportcheck", "--exportcheck-devices", "meta", "-rs")
-    result.assert_outcomes(passed=2, skipped=2)
+    result.assert_outcomes(passed=2, skipped=3)
     result.stdout.fnmatch_lines(
-        ["SKIPPED [[]2[]] cases/main.yaml:2: not applicable: meta tensors carry no values*"]
+        ["SKIPPED [[]3[]] cases/main.yaml:2: not applicable: meta tensors carry no values*"]
     )
 
 
@@ -78,14 +78,14 @@ def test_a_case_narrows_the_devices(gpu_box: pytest.Pytester) -> None:
     result = gpu_box.runpytest(
         "--exportcheck", "--exportcheck-devices", "all", "--collect-only", "-q"
     )
-    result.stdout.fnmatch_lines(["*mlp::signature[[]export-cuda:97[]]", "5 tests collected*"])
+    result.stdout.fnmatch_lines(["*mlp::signature[[]export-cuda:97[]]", "6 tests collected*"])
 
 
 def test_the_ini_sets_the_default_devices(project: pytest.Pytester) -> None:
     write_cases(project, MLP_CASE)
     project.makeini("[pytest]\nexportcheck_devices = cpu, meta\n")
     result = project.runpytest("--exportcheck", "--collect-only", "-q")
-    result.stdout.fnmatch_lines(["*signature[[]export-meta[]]", "8 tests collected*"])
+    result.stdout.fnmatch_lines(["*signature[[]export-meta[]]", "10 tests collected*"])
 
 
 def test_an_unknown_device_is_a_usage_error(project: pytest.Pytester) -> None:
@@ -112,7 +112,7 @@ def test_under_xdist_a_cap_of_one_gives_each_gpu_one_worker(gpu_box: pytest.Pyte
         "--exportcheck", "--exportcheck-devices", "all", "-n", "2", "-v",
         "--exportcheck-gpu-workers", "1",
     )  # fmt: skip
-    result.assert_outcomes(passed=8, skipped=20)
+    result.assert_outcomes(passed=10, skipped=24)
     workers: dict[str, set[str]] = {}
     for line in result.outlines:
         match = WORKER_LINE.match(line)
@@ -130,7 +130,7 @@ def test_under_xdist_workers_share_a_gpu_as_its_free_memory_allows(
     monkeypatch.setenv(SIMULATE_FREE_ENV, "cuda:96=80GiB,cuda:97=6GiB")
     write_cases(gpu_box, MLP_CASE)
     result = gpu_box.runpytest("--exportcheck", "--exportcheck-devices", "all", "-n", "2")
-    result.assert_outcomes(passed=4, skipped=10)
+    result.assert_outcomes(passed=5, skipped=12)
     result.stdout.fnmatch_lines(
         [
             "*exportcheck GPU sharing*",

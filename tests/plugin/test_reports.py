@@ -45,17 +45,17 @@ MIXED_MATRIX = [
     "*= exportcheck matrix =*",
     "legend: . passed  g passed with gaps  F failed  E error  x xfailed  X xpassed  s skipped  - n/a  "
     "(blank: no such item)",
-    "checks: S signature  H hierarchy  M mutation  P parity  C consistency",
+    "checks: S signature  H hierarchy  M mutation  P parity  E mode  C consistency",
     "                 export  dynamo-legacy",
-    "case             SHMP    SHMP           C",
+    "case             SHMPE   SHMPE          C",
     "cases/main.yaml",
     # agree's Counter mutates a buffer: no submodule of it is replayed alone (a gap)
-    "  agree          .g..    .-..           .",
-    "  python_state   ..xF",
+    "  agree          .g...   .-...          .",
+    "  python_state   ..xF.",
     "  xpass          X",
-    "  future         ssss",
+    "  future         sssss",
     "  bad_key        broken: [[]case[]] cases/main.yaml:28: unknown key 'seeed' *",
-    "19 items: 10 passed, 2 failed, 1 xfailed, 1 xpassed, 4 skipped, 1 not applicable",
+    "23 items: 13 passed, 2 failed, 1 xfailed, 1 xpassed, 5 skipped, 1 not applicable",
 ]
 
 OFF = ["-p", "no:cacheprovider"]
@@ -93,10 +93,10 @@ def test_the_matrix_has_a_line_per_device_when_the_run_has_several(
     result.stdout.fnmatch_lines(
         [
             "                         export",
-            "case             device  SHMP",
+            "case             device  SHMPE",
             "cases/main.yaml",
-            "  mlp            cpu     ....",
-            "  mlp            meta    ..--",
+            "  mlp            cpu     .....",
+            "  mlp            meta    ..---",
         ]
     )
 
@@ -119,8 +119,8 @@ def test_the_json_report_has_every_item_and_the_run(
     assert doc["format"] == 1
     assert [i["nodeid"] for i in doc["items"]] == sorted(i["nodeid"] for i in doc["items"])
     assert doc["totals"] == {
-        "items": 19, "passed": 10, "failed": 2, "error": 0, "xfailed": 1, "xpassed": 1,
-        "skipped": 4, "not_applicable": 1,
+        "items": 23, "passed": 13, "failed": 2, "error": 0, "xfailed": 1, "xpassed": 1,
+        "skipped": 5, "not_applicable": 1,
     }  # fmt: skip
     assert doc["run"]["torch"] == str(torch_version())
     assert doc["run"]["exitstatus"] == pytest.ExitCode.TESTS_FAILED
@@ -195,12 +195,12 @@ def test_the_markdown_report_summarizes_the_run(project: pytest.Pytester) -> Non
     run(project, "--exportcheck-report", "out/report.json")
     markdown = (project.path / "out" / "report.md").read_text()
     assert markdown.startswith(
-        "## exportcheck: 19 items: 10 passed, 2 failed, 1 xfailed, 1 xpassed, 4 skipped, "
+        "## exportcheck: 23 items: 13 passed, 2 failed, 1 xfailed, 1 xpassed, 5 skipped, "
         "1 not applicable\n"
     )
-    assert "| file | case | export<br>`SHMP` | dynamo-legacy<br>`SHMP` | `C` |" in markdown
-    assert "| `cases/main.yaml` | `agree` | `.g..` | `.-..` | `.` |" in markdown
-    assert "| `cases/main.yaml` | `python_state` | `..xF` |  |  |" in markdown
+    assert "| file | case | export<br>`SHMPE` | dynamo-legacy<br>`SHMPE` | `C` |" in markdown
+    assert "| `cases/main.yaml` | `agree` | `.g...` | `.-...` | `.` |" in markdown
+    assert "| `cases/main.yaml` | `python_state` | `..xF.` |  |  |" in markdown
     assert "### Failures (2)" in markdown
     assert "| `cases/main.yaml::python_state::parity[export-cpu]` | parity | [parity] step 2" in (
         markdown
@@ -219,7 +219,7 @@ def test_reports_are_written_whole_and_leave_no_temporary_file(
         "report.json",
         "report.md",
     ]
-    assert report(project, "deep/dir/report.json")["totals"]["passed"] == 4
+    assert report(project, "deep/dir/report.json")["totals"]["passed"] == 5
 
 
 # -- --exportcheck-compare --------------------------------------------------------------------
@@ -240,7 +240,7 @@ def test_compare_names_a_regression_with_its_headline(
     project: pytest.Pytester, dist: list[str]
 ) -> None:
     write_cases(project, MLP_CASE)
-    run(project, "--exportcheck-report", "base.json").assert_outcomes(passed=4)
+    run(project, "--exportcheck-report", "base.json").assert_outcomes(passed=5)
     write_cases(project, WRONG_MODULES)
     result = run(project, *dist, "--exportcheck-compare", "base.json")
     result.stdout.fnmatch_lines(
@@ -248,7 +248,7 @@ def test_compare_names_a_regression_with_its_headline(
             "*= exportcheck compare =*",
             f"baseline: torch {torch_version()}, Python *, finished * (base.json)",
             f"this run: torch {torch_version()}, Python *",
-            "1 regression; 3 unchanged",
+            "1 regression; 4 unchanged",
             "regressions (1):",
             "  cases/main.yaml::mlp::hierarchy[[]export-cpu[]]  passed -> failed",
             "      [[]hierarchy[]] *",
@@ -265,9 +265,9 @@ def test_the_reports_carry_the_comparison(project: pytest.Pytester) -> None:
     comparison = report(project, "now.json")["comparison"]
     assert comparison["baseline"] == "base.json"
     assert comparison["regressions"] == ["cases/main.yaml::mlp::hierarchy[export-cpu]"]
-    assert comparison["unchanged"] == 3
+    assert comparison["unchanged"] == 4
     markdown = (project.path / "now.md").read_text()
-    assert "### Compared with the baseline\n\n1 regression; 3 unchanged" in markdown
+    assert "### Compared with the baseline\n\n1 regression; 4 unchanged" in markdown
     assert "- `cases/main.yaml::mlp::hierarchy[export-cpu]` passed → failed<br>[hierarchy] " in (
         markdown
     )
@@ -282,7 +282,7 @@ def test_compare_names_fixes_new_and_removed_items(project: pytest.Pytester) -> 
     result = run(project, "--exportcheck-compare", "base.json")
     result.stdout.fnmatch_lines(
         [
-            "1 fix, 1 new item, 1 removed item; 3 unchanged",
+            "1 fix, 1 new item, 1 removed item; 4 unchanged",
             "fixes (1):",
             "  cases/main.yaml::mlp::hierarchy[[]export-cpu[]]  failed -> passed",
             "      was: [[]hierarchy[]] *",
@@ -302,7 +302,7 @@ def test_items_a_run_deselects_are_not_run_not_removed(
     result = run(project, *dist, "-k", "parity", "--exportcheck-compare", "base.json")
     result.stdout.fnmatch_lines(
         [
-            "no changes; 1 unchanged; 3 baseline items not run here (deselected, or outside "
+            "no changes; 1 unchanged; 4 baseline items not run here (deselected, or outside "
             "the paths given)"
         ]
     )
@@ -316,7 +316,7 @@ def test_items_of_files_a_run_was_not_given_are_not_run_not_removed(
     write_cases(project, MLP_CASE.replace("mlp:", "other:"), "cases/other.yaml")
     run(project, "--exportcheck-report", "base.json")
     result = run(project, *dist, "cases/main.yaml", "--exportcheck-compare", "base.json")
-    result.stdout.fnmatch_lines(["no changes; 4 unchanged; 4 baseline items not run here *"])
+    result.stdout.fnmatch_lines(["no changes; 5 unchanged; 5 baseline items not run here *"])
     result.stdout.no_fnmatch_line("*removed item*")
 
 
@@ -357,7 +357,7 @@ def test_fail_on_regression_passes_a_run_without_regressions(project: pytest.Pyt
     run(project, "--exportcheck-report", "base.json")
     result = run(project, "--exportcheck-compare", "base.json", "--exportcheck-fail-on-regression")
     assert result.ret == pytest.ExitCode.OK
-    result.stdout.fnmatch_lines(["no changes; 4 unchanged"])
+    result.stdout.fnmatch_lines(["no changes; 5 unchanged"])
 
 
 def test_fail_on_regression_lets_known_failures_pass(project: pytest.Pytester) -> None:

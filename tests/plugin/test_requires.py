@@ -15,7 +15,7 @@ def _requiring(requirement: str) -> str:
 def test_a_missing_distribution_skips_every_item_naming_it(project: pytest.Pytester) -> None:
     write_cases(project, _requiring("no-such-distribution-xyz"))
     result = project.runpytest("--exportcheck", "-rs")
-    result.assert_outcomes(skipped=4)
+    result.assert_outcomes(skipped=5)
     result.stdout.fnmatch_lines(["*the case needs no-such-distribution-xyz (not installed)*"])
 
 
@@ -24,14 +24,14 @@ def test_a_too_old_distribution_skips_naming_the_installed_version(
 ) -> None:
     write_cases(project, _requiring("pyyaml>=999"))
     result = project.runpytest("--exportcheck", "-rs")
-    result.assert_outcomes(skipped=4)
+    result.assert_outcomes(skipped=5)
     installed = metadata.version("pyyaml")
     result.stdout.fnmatch_lines([f"*the case needs pyyaml>=999; installed: pyyaml {installed}*"])
 
 
 def test_a_met_requirement_runs_the_case(project: pytest.Pytester) -> None:
     write_cases(project, _requiring("pyyaml>=5"))
-    project.runpytest("--exportcheck").assert_outcomes(passed=4)
+    project.runpytest("--exportcheck").assert_outcomes(passed=5)
 
 
 def test_a_malformed_requirement_is_a_case_error_at_its_line(project: pytest.Pytester) -> None:

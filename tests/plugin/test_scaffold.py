@@ -45,7 +45,7 @@ def test_round_trip_every_item_passes(
     )  # fmt: skip
     assert (status, out) == (0, "")
     assert err == (
-        "exportcheck new: ran the case on cpu: 9 passed\n"
+        "exportcheck new: ran the case on cpu: 11 passed\n"
         "exportcheck new: wrote cases/counter.yaml; next: review it, then pytest --exportcheck "
         "cases/counter.yaml\n"
     )
@@ -72,7 +72,7 @@ def test_round_trip_every_item_passes(
         "mutated_buffers": ["count"],
     }
     result = run_cases(project)
-    result.assert_outcomes(passed=9)  # 2 captures x 4 checks + consistency (moved: no GPU)
+    result.assert_outcomes(passed=11)  # 2 captures x 5 checks + consistency (moved: no GPU)
 
 
 def test_emitted_expectations_are_really_checked(
@@ -116,7 +116,7 @@ def test_keyword_inputs_constructor_kwargs_and_options(
         '{"dim": 6}', "--mode", "train", "--seed", "7", "--name", "wide_mlp",
         "--description", "An MLP fed by keyword",
     )  # fmt: skip
-    assert (status, err) == (0, "exportcheck new: ran the case on cpu: 4 passed\n")
+    assert (status, err) == (0, "exportcheck new: ran the case on cpu: 5 passed\n")
     assert "target: cases/models.py:Mlp  # relative to the current directory" in out
     case = yaml.safe_load(out)["cases"]["wide_mlp"]
     assert case["description"] == "An MLP fed by keyword"
@@ -152,7 +152,7 @@ def test_a_failing_capture_becomes_an_xfail(
     assert "placeholders" not in case["expect"] and "modules" not in case["expect"]
     (project.path / "cases" / "data_dependent.yaml").write_text(out)
     result = run_cases(project)
-    result.assert_outcomes(xfailed=4)
+    result.assert_outcomes(xfailed=5)
 
 
 # Every capture path every supported torch has (dynamo_graph_capture_for_export is 2.10+).
@@ -175,7 +175,7 @@ def test_a_batchnorm_model_with_every_capture_passes_as_written(
         *ALL_CAPTURES, "-o", "cases/bn.yaml",
     )  # fmt: skip
     assert status == 0
-    assert "exportcheck new: ran the case on cpu: 12 passed, 1 skipped" in err
+    assert "exportcheck new: ran the case on cpu: 15 passed, 1 skipped" in err
     text = (project.path / "cases" / "bn.yaml").read_text()
     accept = (
         "          # REVIEW: observed: 1 tensor(s) forward never reads, lifted by export\n"
@@ -183,7 +183,7 @@ def test_a_batchnorm_model_with_every_capture_passes_as_written(
         "only non-strict export lifts it'}\n"
     )
     assert (accept in text) is STRICT_DROPS_UNREAD
-    run_cases(project).assert_outcomes(passed=12, skipped=1)
+    run_cases(project).assert_outcomes(passed=15, skipped=1)
 
 
 def test_a_tied_weight_gets_the_tie_accept_with_its_reason(
@@ -227,7 +227,7 @@ def test_dynamic_dims_are_written_and_the_case_passes_as_written(
         project, capsys, "cases/models.py:Mlp", "--input", "3x4",
         "--dynamic", "args[0]:0=batch[2..8]", "-o", "cases/mlp.yaml",
     )  # fmt: skip
-    assert status == 0 and "ran the case on cpu: 5 passed" in err
+    assert status == 0 and "ran the case on cpu: 6 passed" in err
     case = yaml.safe_load((project.path / "cases" / "mlp.yaml").read_text())["cases"]["mlp"]
     assert case["dynamic"] == {
         "dims": {"batch": {"min": 2, "max": 8}},
@@ -246,7 +246,7 @@ def test_a_failure_it_cannot_fix_is_written_as_a_scoped_xfail(
         "--capture", "export", "--capture", "export-strict", "-o", "cases/counter.yaml",
     )  # fmt: skip
     assert status == 0
-    assert "ran the case on cpu: 7 passed, 2 xfailed; wrote 1 xfail(s), each marked REVIEW" in err
+    assert "ran the case on cpu: 9 passed, 2 xfailed; wrote 1 xfail(s), each marked REVIEW" in err
     case = yaml.safe_load((project.path / "cases" / "counter.yaml").read_text())
     (xfail,) = case["cases"]["python_counter"]["xfail"]
     assert xfail["checks"] == ["mutation"]
@@ -258,7 +258,7 @@ def test_a_failure_it_cannot_fix_is_written_as_a_scoped_xfail(
     assert (
         "# REVIEW: mutation[export-cpu], mutation[export-strict-cpu] failed on the first run"
     ) in text
-    run_cases(project).assert_outcomes(passed=7, xfailed=2)
+    run_cases(project).assert_outcomes(passed=9, xfailed=2)
 
 
 def test_a_lowering_target_is_written_and_its_failure_recorded(
@@ -272,13 +272,13 @@ def test_a_lowering_target_is_written_and_its_failure_recorded(
         "-o", "cases/counter.yaml",
     )  # fmt: skip
     assert status == 0
-    assert "ran the case on cpu: 4 passed, 1 xfailed; wrote 1 xfail(s), each marked REVIEW" in err
+    assert "ran the case on cpu: 5 passed, 1 xfailed; wrote 1 xfail(s), each marked REVIEW" in err
     case = yaml.safe_load((project.path / "cases" / "counter.yaml").read_text())["cases"]
     assert case["counter"]["lower"] == ["aoti"]
     (xfail,) = case["counter"]["xfail"]
     assert xfail["checks"] == ["lowered-aoti"]
     assert xfail["stage"] in ("lowered-aoti", "lower")
-    run_cases(project).assert_outcomes(passed=4, xfailed=1)
+    run_cases(project).assert_outcomes(passed=5, xfailed=1)
 
 
 @pytest.mark.parametrize(

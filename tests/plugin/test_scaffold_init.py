@@ -60,7 +60,7 @@ def test_a_zero_initialized_head_gets_fan_in_not_an_xfail(
         project, capsys, "cases/heads.py:ZeroHead", "--input", "2x4", *TWO_CAPTURES,
         "-o", "cases/zero_head.yaml",
     )  # fmt: skip
-    assert "ran the case on cpu: 9 passed; wrote model.init fan_in, each marked REVIEW" in err
+    assert "ran the case on cpu: 11 passed; wrote model.init fan_in, each marked REVIEW" in err
     case = written(project, "zero_head")
     assert case["model"]["init"] == "fan_in"
     assert "xfail" not in case
@@ -82,11 +82,11 @@ def test_an_output_constant_by_design_stays_an_xfail_at_its_own_init(
         project, capsys, "cases/heads.py:ZerosByDesign", "--input", "2x4", "--capture", "export",
         "-o", "cases/zeros_by_design.yaml",
     )  # fmt: skip
-    assert "ran the case on cpu: 3 passed, 1 xfailed; wrote 1 xfail(s)" in err
+    assert "ran the case on cpu: 4 passed, 1 xfailed; wrote 1 xfail(s)" in err
     case = written(project, "zeros_by_design")
     assert "init" not in case["model"]
     (xfail,) = case["xfail"]
     assert (xfail["checks"], xfail["stage"]) == (["parity"], "parity")
     assert xfail["reason"].startswith("scaffold: [parity] vacuous:")
     result = project.runpytest("--exportcheck", "-p", "no:xdist")
-    result.assert_outcomes(passed=3, xfailed=1)
+    result.assert_outcomes(passed=4, xfailed=1)

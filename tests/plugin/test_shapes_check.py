@@ -281,7 +281,7 @@ def test_state_that_falls_behind_at_another_size_is_a_finding(project: pytest.Py
 def test_the_recorded_observation_keeps_each_dims_range(project: pytest.Pytester) -> None:
     # A later torch that narrows or specializes the dim fails `recorded` with the change.
     write_cases(project, BATCH)
-    project.runpytest("--exportcheck", "--exportcheck-update").assert_outcomes(passed=6)
+    project.runpytest("--exportcheck", "--exportcheck-update").assert_outcomes(passed=7)
     recorded = json.loads((project.path / "cases" / "main.recorded.json").read_text())
     (section,) = recorded["torch"].values()
     assert section["mlp"]["export"]["dims"] == {"args[0] dim 0 (batch)": "symbolic [2, 8]"}

@@ -54,7 +54,7 @@ def test_a_file_a_test_module_imported_is_not_executed_again(shared: pytest.Pyte
         test_user="import shared_models\n\ndef test_user():\n    assert shared_models.Net\n"
     )
     result = shared.runpytest("--exportcheck", "cases", "test_user.py", "-p", "no:randomly")
-    result.assert_outcomes(passed=5)
+    result.assert_outcomes(passed=6)
 
 
 def test_a_test_importing_it_after_the_cases_ran_gets_the_same_classes(
@@ -71,4 +71,4 @@ def test_a_test_importing_it_after_the_cases_ran_gets_the_same_classes(
         """
     )
     result = shared.runpytest("--exportcheck", "cases", "test_user.py", "-p", "no:randomly")
-    result.assert_outcomes(passed=5)
+    result.assert_outcomes(passed=6)

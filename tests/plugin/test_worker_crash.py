@@ -30,7 +30,7 @@ def test_a_crash_in_eager_fails_the_item_naming_the_stage_and_the_case_line(
             "the case's other items on cpu are not run; the rest of the run goes on",
         ]
     )
-    result.assert_outcomes(passed=4, failed=4)
+    result.assert_outcomes(passed=5, failed=5)
 
 
 def test_the_rest_of_a_crashed_case_fails_at_once_without_killing_more_workers(
@@ -45,7 +45,7 @@ def test_the_rest_of_a_crashed_case_fails_at_once_without_killing_more_workers(
     result.stdout.fnmatch_lines(
         ["*[[]crashed[]] not run: this case killed worker gw? in the eager stage on cpu*"]
     )
-    result.assert_outcomes(passed=4, failed=9)
+    result.assert_outcomes(passed=5, failed=11)
 
 
 def test_a_crash_in_a_capture_condemns_only_that_capture(project: pytest.Pytester) -> None:
@@ -59,13 +59,13 @@ def test_a_crash_in_a_capture_condemns_only_that_capture(project: pytest.Pyteste
         ]
     )
     assert result.stdout.str().count("replacing crashed worker") == 1
-    result.assert_outcomes(passed=4, failed=4)
+    result.assert_outcomes(passed=5, failed=5)
 
 
 def test_a_crash_is_reported_in_the_matrix_and_the_json_report(project: pytest.Pytester) -> None:
     write_cases(project, CRASHES.format(model="AbortsInForward", captures="export"))
     result = project.runpytest("--exportcheck", "-n", "2", "--exportcheck-report=report.json")
-    result.stdout.fnmatch_lines(["  crashes *FFFF", "8 items: 4 passed, 4 failed"])
+    result.stdout.fnmatch_lines(["  crashes *FFFFF", "10 items: 5 passed, 5 failed"])
     import json
 
     items = json.loads((project.path / "report.json").read_text())["items"]

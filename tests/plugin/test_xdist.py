@@ -56,7 +56,7 @@ def test_two_workers_give_the_same_outcomes_as_one_process(project: pytest.Pytes
     single = project.runpytest("--exportcheck", "-rA", "-p", "no:cacheprovider")
     parallel = project.runpytest("--exportcheck", "-rA", "-n", "2", "-p", "no:cacheprovider")
     assert single.ret == parallel.ret == pytest.ExitCode.TESTS_FAILED
-    assert len(outcomes(single)) == 8 + 1 + 4 * 3 + 1  # 'passes' compares its two captures
+    assert len(outcomes(single)) == 10 + 1 + 5 * 3 + 1  # 'passes' compares its two captures
     assert outcomes(parallel) == outcomes(single)
     assert outcomes(single)["cases/main.yaml::python_state::mutation[export-cpu]"] == "XFAIL"
     assert outcomes(single)["cases/main.yaml::python_state::parity[export-cpu]"] == "FAILED"
@@ -66,10 +66,10 @@ def test_each_run_keeps_its_items_durations_for_the_next_to_schedule(
     project: pytest.Pytester, dist: list[str]
 ) -> None:
     write_cases(project, MLP_CASE)
-    project.runpytest("--exportcheck", *dist).assert_outcomes(passed=4)
+    project.runpytest("--exportcheck", *dist).assert_outcomes(passed=5)
     cached = project.path / ".pytest_cache" / "v" / "exportcheck" / "durations"
     durations = json.loads(cached.read_text())
-    assert len(durations) == 4
+    assert len(durations) == 5
     assert all(nodeid.startswith("cases/main.yaml::mlp::") for nodeid in durations)
     assert all(seconds > 0 for seconds in durations.values())
     # A later run of some items only keeps the others' durations.
@@ -81,15 +81,15 @@ def test_durations_of_a_case_file_that_is_gone_are_dropped(
     project: pytest.Pytester, dist: list[str]
 ) -> None:
     write_cases(project, MLP_CASE)
-    project.runpytest("--exportcheck", *dist).assert_outcomes(passed=4)
+    project.runpytest("--exportcheck", *dist).assert_outcomes(passed=5)
     cases = project.path / "cases"
     (cases / "main.yaml").rename(cases / "renamed.yaml")
 
-    project.runpytest("--exportcheck", *dist).assert_outcomes(passed=4)
+    project.runpytest("--exportcheck", *dist).assert_outcomes(passed=5)
 
     cached = project.path / ".pytest_cache" / "v" / "exportcheck" / "durations"
     durations = json.loads(cached.read_text())
-    assert len(durations) == 4
+    assert len(durations) == 5
     assert all(nodeid.startswith("cases/renamed.yaml::mlp::") for nodeid in durations)
 
 
