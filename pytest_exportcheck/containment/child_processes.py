@@ -7,7 +7,8 @@ twice, interleaving two outputs. Neither was named. So around each item:
 - the children this process has (Linux: ``/proc/<pid>/task/*/children``) are read
   before and after; one started during the item and still running is named in the
   item's failure (with its command line). torch's own workers (Inductor's compile
-  pool) are not the case's;
+  pool, the ``addr2line`` processes torch 2.8 keeps to symbolize its C++ stack traces
+  when an error is raised) are not the case's;
 - a process whose pid is not the one the item started in is a fork that came back
   from forward: it ends itself at once, saying so, before it runs anything more.
 """
@@ -22,6 +23,14 @@ from contextlib import contextmanager, suppress
 from pytest_exportcheck.containment.stages import end_process
 
 _TORCHS = ("torch/_inductor", "torch._inductor")
+
+
+def _torchs(command: str) -> bool:
+    """Whether ``command`` is one of torch's own helper processes."""
+    if any(mark in command for mark in _TORCHS):
+        return True
+    # torch's symbolizer: addr2line on torch's own libraries, kept alive for reuse.
+    return command.startswith("addr2line ") and "/torch/lib/" in command
 
 
 def children() -> set[int]:
@@ -47,7 +56,7 @@ def started_and_running(before: set[int]) -> list[str]:
         state, command = _state(pid)
         if state in ("Z", "X"):
             ended.append(f"pid {pid}")
-        elif command is not None and not any(mark in command for mark in _TORCHS):
+        elif command is not None and not _torchs(command):
             running.append(f"pid {pid} ({command[:80]})")  # None: gone by now
     found = []
     if running:
