@@ -25,7 +25,7 @@ from pytest_exportcheck.containment.stages import end_process
 _TORCHS = ("torch/_inductor", "torch._inductor")
 
 
-def _torchs(command: str) -> bool:
+def is_torchs_own(command: str) -> bool:
     """Whether ``command`` is one of torch's own helper processes."""
     if any(mark in command for mark in _TORCHS):
         return True
@@ -56,7 +56,7 @@ def started_and_running(before: set[int]) -> list[str]:
         state, command = _state(pid)
         if state in ("Z", "X"):
             ended.append(f"pid {pid}")
-        elif command is not None and not _torchs(command):
+        elif command is not None and not is_torchs_own(command):
             running.append(f"pid {pid} ({command[:80]})")  # None: gone by now
     found = []
     if running:
