@@ -160,8 +160,8 @@ def _against_this_eager(
         return [
             Note(
                 f"this torch's eager not compared: the case builds other values for "
-                f"{different} than the saved program holds (its weights were made by another "
-                "torch's random numbers); compared with the saved outputs only"
+                f"{different} than the saved program holds (drawn by another torch's random "
+                "numbers, or the case changed since); compared with the saved outputs only"
             )
         ]
     try:
@@ -179,7 +179,12 @@ def _against_this_eager(
 
 
 def _first_different_state(model: torch.nn.Module, loaded: torch.nn.Module) -> str | None:
-    mine = {**dict(model.named_parameters()), **dict(model.named_buffers())}
+    """The first tensor the loaded program holds that this torch's model lacks or holds
+    other values for (every name of a tied or shared tensor counts)."""
+    mine = {
+        **dict(model.named_parameters(remove_duplicate=False)),
+        **dict(model.named_buffers(remove_duplicate=False)),
+    }
     for name, tensor in loaded.state_dict().items():
         own = mine.get(name)
         if own is None or own.shape != tensor.shape or not torch.equal(own.cpu(), tensor.cpu()):

@@ -70,6 +70,16 @@ def test_a_program_an_older_torch_saved_loads_runs_and_agrees(project: pytest.Py
     assert summary["by_saving_minor"] == {"2.1": {"judged": 1, "failed": []}}
 
 
+def test_a_tied_weight_is_compared_with_this_torchs_eager_too(project: pytest.Pytester) -> None:
+    # head.weight is emb.weight: the loaded program holds it under both names.
+    tied = MLP_CASE.replace("Mlp", "Tied").replace(
+        "{shape: [2, 4]}", "{shape: [2, 5], dtype: int64, high: 16}"
+    )
+    _save_as(project, tied, "2.1.0")
+    result = _load(project, "--exportcheck-strict-gaps")
+    result.assert_outcomes(passed=1)
+
+
 def test_one_that_loads_but_computes_otherwise_fails_naming_both_torches(
     project: pytest.Pytester,
 ) -> None:
