@@ -23,6 +23,7 @@ BEGIN = (
 END = "<!-- end of programs table -->"
 LOADED_BY = re.compile(r"loaded-by-torch-(\d+)\.(\d+)\.json")
 RAISED = re.compile(r" raised (\w+)")
+NODE_TARGET = re.compile(r"deserializing node Node\(target='([\w.]+)'")
 
 
 def cause_of(why: str) -> str:
@@ -30,6 +31,9 @@ def cause_of(why: str) -> str:
     stage = re.match(r"\[(\w[\w-]*)\]", why)
     name = stage[1] if stage else "?"
     raised = RAISED.search(why)
+    node = NODE_TARGET.search(why)  # which op a program failed to deserialize
+    if raised and node:
+        return f"{name}: {raised[1]} on {node[1]}"
     if raised:
         return f"{name}: {raised[1]}"
     if "output structure" in why or "output leaves" in why:
@@ -61,7 +65,9 @@ def render_markdown(root: Path) -> list[str]:
             lines.append(f"| {loader} | (nothing older) | 0 | 0 | |")
         for saving in sorted(by_saving, key=lambda m: tuple(map(int, m.split(".")))):
             counts = by_saving[saving]
-            failed = counts.get("failed", [])
+            # An XPASS(strict) loaded and matched: an xfail wrongly covered it (an xfail
+            # for this torch's capture, before loaded items took only xfails naming them).
+            failed = [f for f in counts.get("failed", []) if not _passed(f)]
             groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
             for failure in failed:
                 groups[cause_of(failure["why"])].append(failure)
@@ -76,7 +82,14 @@ def render_markdown(root: Path) -> list[str]:
     return lines
 
 
+def _passed(failure: dict[str, Any]) -> bool:
+    return str(failure.get("why", "")).startswith("[XPASS(strict)]")
+
+
 def _example(failure: dict[str, Any]) -> str:
+    """The item and what went wrong: what raised, where something did (not the path)."""
     item = failure["item"].rpartition("/")[2]
-    why = failure["why"].replace("|", "\\|")
-    return f"`{item}` ({why[:160]}{'...' if len(why) > 160 else ''})"
+    why = str(failure["why"])
+    why = why.partition(" raised ")[2] or re.sub(r" \(/[^)]*\)", "", why)
+    why = why.replace("|", "\\|")
+    return f"`{item}`: {why[:120]}{'...' if len(why) > 120 else ''}"
