@@ -105,9 +105,14 @@ def switch_findings(case: Case, record: ProgramRecord) -> list[str]:
                 f"eager's outputs do not depend on the mode, so {switch} changes nothing to check"
             ),
         ]
-    unflattened = record.fresh_unflattened()
-    getattr(unflattened, other)()  # .eval() or .train(), as a user calls it
-    got = subject.run(unflattened, subject.inputs_copy(), steps=1)[0].output
+    try:
+        unflattened = record.fresh_unflattened()
+        getattr(unflattened, other)()  # .eval() or .train(), as a user calls it
+        got = subject.run(unflattened, subject.inputs_copy(), steps=1)[0].output
+    except Exception as exc:  # the hierarchy and parity items report it in full
+        first = (exception_text(exc).splitlines() or [""])[0][:200]
+        why = f"unflatten(ep) raised {type(exc).__name__}: {first}"
+        return [*told, Note(f"unflatten(ep){switch} not checked: {why}")]
     if not compare_trees(other_output, got, tolerance=tolerance):
         return [
             *told,

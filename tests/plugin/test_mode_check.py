@@ -142,3 +142,27 @@ def test_an_op_a_models_own_module_gives_a_flag_is_counted_not_judged(
             "judged",
         ]
     )
+
+
+def test_an_unflatten_that_raises_leaves_the_switch_unchecked_and_says_so(
+    project: pytest.Pytester,
+) -> None:
+    # Hugging Face's GPT-2 makes unflatten(ep) raise (a tensor escaping vmap): the mode
+    # check tells that as a gap, not as an internal error.
+    write_cases(project, CONV_BN.format(mode="eval"))
+    inject(
+        project,
+        """
+def raising():
+    raise RuntimeError("unflatten refuses this program")
+record.fresh_unflattened = raising
+""",
+    )
+    result = project.runpytest("--exportcheck", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*unflatten(ep).train() not checked: unflatten(ep) raised RuntimeError: unflatten "
+            "refuses this program",
+        ]
+    )
