@@ -133,7 +133,8 @@ def main(paths: list[Path], write: Path | None = None, programs: Path | None = N
     if programs is not None:
         from pytest_exportcheck.saved_programs import summary
 
-        return _print_or_write(summary.render_markdown(programs), write, summary.BEGIN, summary.END)
+        table = summary.render_markdown(programs)
+        return _print_or_write(table, write, summary.BEGIN, summary.END, "programs table")
     files = list(recording_files(paths))
     if not files:
         print(f"no *{SUFFIX} under {', '.join(map(str, paths))}")
@@ -146,7 +147,9 @@ def main(paths: list[Path], write: Path | None = None, programs: Path | None = N
     return _print_or_write(render_markdown(steps(recordings)), write, BEGIN, END)
 
 
-def _print_or_write(table: list[str], write: Path | None, begin: str, end: str) -> int:
+def _print_or_write(
+    table: list[str], write: Path | None, begin: str, end: str, name: str = "versions table"
+) -> int:
     if write is None:
         for line in table:
             print(line)
@@ -158,7 +161,7 @@ def _print_or_write(table: list[str], write: Path | None, begin: str, end: str) 
         return 2
     if updated != text:
         write_atomically(write, updated)
-    print(f"{write}: versions table {'updated' if updated != text else 'unchanged'}")
+    print(f"{write}: {name} {'updated' if updated != text else 'unchanged'}")
     return 0
 
 
