@@ -29,8 +29,10 @@ def is_torchs_own(command: str) -> bool:
     """Whether ``command`` is one of torch's own helper processes."""
     if any(mark in command for mark in _TORCHS):
         return True
-    # torch's symbolizer: addr2line on torch's own libraries, kept alive for reuse.
-    return command.startswith("addr2line ") and "/torch/lib/" in command
+    # torch's symbolizer (torch/csrc/profiler/unwind, TORCH_SYMBOLIZE_MODE=addr2line): one
+    # `addr2line -C -f -e <library>` per library of a C++ stack trace (torch's, libpython's,
+    # libc's), kept alive for reuse.
+    return command.startswith("addr2line -C -f -e ")
 
 
 def children() -> set[int]:

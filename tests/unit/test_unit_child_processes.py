@@ -1,5 +1,6 @@
 """Which child processes are torch's own helpers, not a case's: Inductor's compile pool and
-the addr2line symbolizer torch 2.8 keeps for C++ stack traces (its own libraries only)."""
+the addr2line symbolizer torch 2.8 keeps for C++ stack traces (one per library of the
+trace: torch's, libpython's, libc's), started the way torch starts it."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from pytest_exportcheck.containment.child_processes import is_torchs_own
     [
         ("addr2line -C -f -e /venv/lib/python3.11/site-packages/torch/lib/libtorch_cpu.so", True),
         ("python -m torch._inductor.compile_worker --pickler=...", True),
-        ("addr2line -C -f -e /usr/lib/libmine.so", False),  # a model symbolizing its own
+        ("addr2line -C -f -e /lib/x86_64-linux-gnu/libc.so.6", True),  # the same trace's
+        ("addr2line -e /usr/lib/libmine.so 0x1f00", False),  # a model symbolizing its own
         ("sleep 1000", False),
     ],
 )
