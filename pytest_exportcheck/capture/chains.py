@@ -104,11 +104,11 @@ def _pair(module: torch.nn.Module) -> tuple[torch.nn.Module, torch.nn.Module]:
 
 
 def _unavailable(chain: Chain) -> str | None:
+    from pytest_exportcheck.capture.moved import moved_unavailable
     from pytest_exportcheck.model.devices import unavailable_reason
-    from pytest_exportcheck.spec.compat import move_to_device_pass
 
-    if chain.devices and move_to_device_pass() is None:
-        return f"torch {torch.__version__} has no torch.export.passes.move_to_device_pass"
+    if chain.devices and (why := moved_unavailable()) is not None:
+        return why
     for device in chain.devices:
         why = unavailable_reason(device)
         if why is not None:

@@ -27,7 +27,7 @@ from pytest_exportcheck.comparison.compare_values import Tolerance, compare_tree
 from pytest_exportcheck.containment.failures import Info, Note, describe_exception
 from pytest_exportcheck.lowering.fresh_process import run_in_fresh_process
 from pytest_exportcheck.lowering.target import LoweringError, raising_at
-from pytest_exportcheck.model.isolation import quiet_torch_internals
+from pytest_exportcheck.model.isolation import clone_tree, quiet_torch_internals
 from pytest_exportcheck.model.runs import Step
 from pytest_exportcheck.model.subject import Subject
 from pytest_exportcheck.saved_programs.store import SavedProgram
@@ -44,7 +44,7 @@ def check_loaded(case: Case, subject: Subject, saved: SavedProgram) -> list[str]
     steps = len(saved_outputs)
     different = _first_different_state(subject.model_copy(), module)  # before it runs
     with raising_at("run", f"{what}, loaded by torch {here} and called,"):
-        runs = subject.run(module, _copied(inputs), steps=steps, state_of=module)
+        runs = subject.run(module, clone_tree(inputs), steps=steps, state_of=module)
     tolerance = Tolerance.of_case(case)
     label = f"loaded by torch {here}"
     findings: list[str] = []
@@ -65,7 +65,7 @@ def check_loaded(case: Case, subject: Subject, saved: SavedProgram) -> list[str]
     findings += _against_this_eager(subject, different, inputs, runs, tolerance, label, steps)
     with tempfile.TemporaryDirectory(prefix="exportcheck-loaded-") as directory:
         fresh = run_in_fresh_process(
-            saved.program, _copied(inputs), loader="saved", imports=load_imports(case),
+            saved.program, clone_tree(inputs), loader="saved", imports=load_imports(case),
             steps=steps, seed=case.seed, directory=Path(directory),
         )  # fmt: skip
     where = f"loaded by torch {here} in a fresh process"
@@ -142,10 +142,6 @@ class SavedOutput:
         return pytree.tree_unflatten(self.leaves, got_spec), [note]
 
 
-def _copied(inputs: Any) -> Any:
-    return pytree.tree_map(lambda v: v.clone() if isinstance(v, torch.Tensor) else v, inputs)
-
-
 def _against_this_eager(
     subject: Subject,
     different: str | None,
@@ -165,7 +161,7 @@ def _against_this_eager(
             )
         ]
     try:
-        eager = subject.run(subject.model_copy(), _copied(inputs), steps=steps, eager=True)
+        eager = subject.run(subject.model_copy(), clone_tree(inputs), steps=steps, eager=True)
     except Exception as exc:
         return [Note(describe_exception(exc, context="this torch's eager raised on them"))]
     for index, (want, got) in enumerate(zip(eager, runs, strict=True), start=1):

@@ -97,11 +97,11 @@ class ProgramsAcrossVersions:
         if self.load_root is None or hasattr(self.config, "workerinput"):
             return
         from pytest_exportcheck.recordings.atomic import write_atomically
+        from pytest_exportcheck.spec.compat import torch_version
 
+        # The version from torch's metadata: the xdist controller need not import torch.
         path = self.load_root / f"loaded-by-torch-{minor_label(self.minor)}.json"
-        import torch
-
-        text = {"torch": torch.__version__, "by_saving_minor": self.outcomes}
+        text = {"torch": str(torch_version()), "by_saving_minor": self.outcomes}
         write_atomically(path, json.dumps(text, indent=1, sort_keys=True) + "\n")
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
