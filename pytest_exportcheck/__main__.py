@@ -3,7 +3,8 @@
 ``new`` writes a starter case (``scaffold/``); ``versions`` prints what
 changes between the torch minors recorded next to the cases
 (``reports/versions.py``, the table in docs/versions.md); ``merge`` makes one report of a
-run's shards (``reports/merge.py``). Kept separate from the plugin
+run's shards (``reports/merge.py``); ``html`` the HTML page of a report
+(``reports/html/``). Kept separate from the plugin
 so that ``--help`` imports neither pytest's plugin machinery nor torch.
 """
 
@@ -75,7 +76,30 @@ def main(argv: list[str] | None = None) -> int:
         "--exportcheck-update), into the case files' *.recorded.json under the current "
         "directory, as one update run would (stale entries are kept)",
     )
+    html = commands.add_parser(
+        "html",
+        help="write the HTML report of a --exportcheck-report file (or of a merged one)",
+        description="Write one self-contained HTML page of REPORT.json: the matrix as a "
+        "colored grid, the items with their failure details and durations, the versions "
+        "table of the recordings beside the report's case files, and the comparison when "
+        "the run had a baseline. It opens from a file, offline.",
+        epilog="example: python -m pytest_exportcheck html report.json -o report.html",
+    )
+    html.add_argument("report", type=Path, metavar="REPORT.json")
+    html.add_argument("-o", "--output", type=Path, required=True, metavar="PAGE.html")
+    html.add_argument(
+        "--root",
+        type=Path,
+        default=Path("."),
+        metavar="DIR",
+        help="what the report's case file paths are relative to, to find their recordings "
+        "for the versions view (default: the current directory)",
+    )
     args = parser.parse_args(argv)
+    if args.command == "html":
+        from pytest_exportcheck.reports.html import command as html_command
+
+        return html_command.main(args.report, args.output, args.root)
     if args.command == "merge":
         from pytest_exportcheck.reports import merge as merge_reports
 

@@ -99,6 +99,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="write every item's result as JSON to PATH.json and as Markdown to PATH.md.",
     )
     group.addoption(
+        "--exportcheck-html",
+        dest="exportcheck_html",
+        default=None,
+        metavar="PATH.html",
+        help="write the run as one self-contained HTML page (the matrix as a grid, filters, "
+        "each item's details, durations, the versions table): it opens offline, from a CI "
+        "artifact. `python -m pytest_exportcheck html REPORT.json -o PATH.html` makes one "
+        "from a report.",
+    )
+    group.addoption(
         "--exportcheck-compare",
         dest="exportcheck_compare",
         default=None,

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from pytest_exportcheck.recordings.atomic import stale_note
-from pytest_exportcheck.reports import gap_summary, json_report, markdown, nearest
+from pytest_exportcheck.reports import gap_summary, html, json_report, markdown, nearest
 from pytest_exportcheck.reports import matrix as matrix_mod
 from pytest_exportcheck.reports.compare_runs import Comparison, RunScope, compare
 from pytest_exportcheck.reports.compare_runs import render as render_comparison
@@ -71,6 +71,12 @@ class ReportPlugin:
             problem = json_report.overwrite_problem(self.report_path)
             if problem is not None:
                 raise pytest.UsageError(f"--exportcheck-report: {problem}")
+        html_path = config.getoption("exportcheck_html")
+        self.html_path = (base / html_path) if html_path else None
+        if self.html_path is not None and self.active:
+            problem = html.overwrite_problem(self.html_path)
+            if problem is not None:
+                raise pytest.UsageError(f"--exportcheck-html: {problem}")
         self.fail_on_regression = bool(config.getoption("exportcheck_fail_on_regression"))
         baseline = config.getoption("exportcheck_compare")
         if self.fail_on_regression and not baseline:
@@ -152,12 +158,18 @@ class ReportPlugin:
         self.run["exitstatus"] = int(session.exitstatus)  # the process's, whatever set it
         if self.report_path is not None and not self.config.option.collectonly:
             self._write(self.report_path)
+        if self.html_path is not None and not self.config.option.collectonly:
+            self._write_html(self.html_path)
 
-    def _write(self, path: Path) -> None:
+    def _document(self) -> dict[str, Any]:
         summary = self.comparison.summary() if self.comparison is not None else None
         doc = json_report.document(self.results, self.run, summary)
         if self.nearest is not None:
             doc["recordings"] = self.nearest.to_json()
+        return doc
+
+    def _write(self, path: Path) -> None:
+        doc = self._document()
         md_path = json_report.markdown_path(path)
         try:
             removed = json_report.write_atomically(path, json_report.dumps(doc))
@@ -170,6 +182,14 @@ class ReportPlugin:
         else:
             note = stale_note(removed)
             self.messages.append((f"exportcheck report: {path} and {md_path.name}{note}", {}))
+
+    def _write_html(self, path: Path) -> None:
+        try:
+            removed = html.write_page(path, self._document(), self.config.rootpath)
+        except OSError as exc:
+            self.messages.append((f"exportcheck HTML report not written: {exc}", {"red": True}))
+        else:
+            self.messages.append((f"exportcheck HTML report: {path}{stale_note(removed)}", {}))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if not self.active:
