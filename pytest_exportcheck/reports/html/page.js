@@ -118,7 +118,9 @@
       const last = groupHeads[groupHeads.length - 1];
       if (last && last.capture === column.capture) last.columns.push(c);
       else {
-        const th = el("th", { className: "group" }, column.capture || "all paths");
+        // consistency compares the paths: its column has no path above it (as in the text)
+        const th = el("th", { className: "group", title: column.capture || "across capture paths" },
+          column.capture);
         groupHeads.push({ th: th, capture: column.capture, columns: [c] });
         head1.append(th);
       }
@@ -132,7 +134,8 @@
     const width = grid.columns.length + (grid.per_device ? 2 : 1);
     grid.rows.forEach((row, r) => {
       if (!fileRows.has(row.file)) {
-        const tr = el("tr", { className: "file" }, el("th", { colSpan: width }, row.file));
+        const tr = el("tr", { className: "file" },
+          el("th", { colSpan: width }, el("span", {}, row.file)));
         fileRows.set(row.file, tr);
         body.append(tr);
       }
@@ -170,21 +173,29 @@
   function filterMatrix(match) {
     const columnUsed = grid.columns.map(() => false);
     const fileUsed = new Set();
+    // Only what changes is touched: each write of a class or attribute of 20,000 cells
+    // costs the browser a style pass over them, changed or not.
     for (const entry of matrixRows) {
       let any = false;
       for (const [column, list] of cells[entry.row]) {
         const hit = list.some((i) => match[i]);
-        entry.tds.get(column).classList.toggle("dim", !hit);
+        const td = entry.tds.get(column);
+        if (!!td.dim === hit) { td.dim = !hit; td.classList.toggle("dim", !hit); }
         if (hit) { any = true; if (column >= 0) columnUsed[column] = true; }
       }
-      entry.tr.hidden = !any;
+      if (entry.tr.hidden === any) entry.tr.hidden = !any;
       if (any) fileUsed.add(entry.file);
     }
     // A column no shown item has (filtered to one check) goes, so the grid stays narrow.
-    for (const entry of matrixRows) {
-      for (const [column, td] of entry.tds) if (column >= 0) td.hidden = !columnUsed[column];
-    }
-    columnHeads.forEach((th, c) => { th.hidden = !columnUsed[c]; });
+    columnHeads.forEach((th, c) => {
+      if (th.hidden === columnUsed[c]) {
+        th.hidden = !columnUsed[c];
+        for (const entry of matrixRows) {
+          const td = entry.tds.get(c);
+          if (td) td.hidden = !columnUsed[c];
+        }
+      }
+    });
     for (const group of groupHeads) {
       const visible = group.columns.filter((c) => columnUsed[c]).length;
       group.th.hidden = !visible;
@@ -289,7 +300,8 @@
     add("stage", item.stage);
     add("where", item.where);
     add("tolerance", item.tolerance);
-    add("max abs err", item.max_abs_err);
+    add("max abs err", typeof item.max_abs_err === "number" && item.max_abs_err !== 0
+      ? item.max_abs_err.toPrecision(4) : item.max_abs_err);
     add("xfail reason", item.reason);
     add("duration", item.duration === null ? null : seconds(item.duration) + " s" +
       (typeof item.capture_seconds === "number"
@@ -372,7 +384,8 @@
     }
     for (const view of document.querySelectorAll(".view")) view.hidden = view.id !== "view-" + name;
     $("filters").hidden = name !== "matrix" && name !== "items";
-    history.replaceState(null, "", "#" + name);
+    // "#/items", not "#items": a fragment naming an element would scroll the page to it.
+    history.replaceState(null, "", "#/" + name);
   }
 
   buildFilters();
@@ -387,6 +400,6 @@
   });
   $("details-close").addEventListener("click", () => { $("details").hidden = true; });
   document.addEventListener("keydown", (e) => { if (e.key === "Escape") $("details").hidden = true; });
-  showView(location.hash.slice(1) || "matrix");
+  showView(location.hash.replace(/^#\/?/, "") || "matrix");
   document.body.dataset.ready = "true";  // for tests and screenshots: the views are drawn
 })();
