@@ -11,6 +11,7 @@ need not have loaded.
 * ``markdown.py``  the Markdown rendering for CI job summaries;
 * ``compare_runs.py`` this run against a baseline report;
 * ``gap_summary.py`` passing items whose check verified less than it says, counted;
+* ``html/``        the HTML page of a run or of any report (``--exportcheck-html``);
 * ``hooks.py``     the pytest plugin tying them together.
 """
 
