@@ -23,6 +23,8 @@ from pytest_exportcheck.reports.html.data import page_data
 # In the page's head: how a later run knows the file is a page it may overwrite.
 MARKER = '<meta name="generator" content="pytest-exportcheck html report">'
 _PACKAGE = "pytest_exportcheck.reports.html"
+# One function's body, in this order (page.html.j2 wraps them and calls start()).
+SCRIPTS = ("page.js", "views.js")
 
 
 def _asset(name: str) -> str:
@@ -57,6 +59,6 @@ def render(doc: Mapping[str, Any], versions: Mapping[str, Any] | None = None) ->
         marker=Markup(MARKER),
         title=title,
         data=data,
-        script=Markup(_asset("page.js")),
+        script=Markup("\n".join(_asset(name) for name in SCRIPTS)),
         style=Markup(_asset("page.css")),
     )
