@@ -99,6 +99,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="write every item's result as JSON to PATH.json and as Markdown to PATH.md.",
     )
     group.addoption(
+        "--exportcheck-github",
+        dest="exportcheck_github",
+        default="auto",
+        choices=("auto", "on", "off"),
+        help="GitHub Actions: annotate each failure's root cause on its case's YAML line "
+        "(workflow commands) and append the Markdown report to $GITHUB_STEP_SUMMARY. auto "
+        "(default): annotations where GITHUB_ACTIONS=true, the summary where "
+        "GITHUB_STEP_SUMMARY is set; on: annotations anywhere; off: neither.",
+    )
+    group.addoption(
         "--exportcheck-compare",
         dest="exportcheck_compare",
         default=None,

@@ -68,6 +68,8 @@ class ExportCheckSession(WorkerCrashes):
             update=bool(config.getoption("exportcheck_update")), minor=torch_minor()
         )
         self._recording_lines: list[str] = []
+        # (recording file, what is stale): for the run's end and CI annotations (github.py)
+        self.stale_recordings: list[tuple[str, str]] = []
         self.gpu_sharing: list[str] = []  # set by the xdist scheduler: workers per GPU and why
         self.gpu_peak: int | None = None  # the largest GPU memory one process reserved
         self._subjects: dict[Key, Subject | Failed] = {}
@@ -222,7 +224,8 @@ class ExportCheckSession(WorkerCrashes):
             if self.recordings.unwritten and session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the update did not happen
         else:
-            self._recording_lines = self.recordings.stale_report()
+            self.stale_recordings = self.recordings.stale_report()
+            self._recording_lines = [f"{path}: {text}" for path, text in self.stale_recordings]
 
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config: pytest.Config) -> None:
