@@ -6,7 +6,8 @@ line of the pull request's diff (the convention pytest-github-actions-annotate-f
 set for Python tests). GitHub shows at most 10 error annotations per step, so one
 annotation stands for one root cause, not for every item that shares it: the items a
 failure stopped (``(full report on ...)``, ``(while running ...)``) and the items that
-failed with the same words at the same line are counted in the first one's text, and
+failed with the same words at the same line (numbers aside: a worker's name, a size) are
+counted in the first one's text, and
 causes past the cap are summarized in the last annotation.
 
 The job summary is the file ``$GITHUB_STEP_SUMMARY`` names: the Markdown report is
@@ -36,6 +37,9 @@ _SHOWN_ALSO = 5  # the node ids a cause's annotation names of the items it also 
 
 # A node id another item's failure points at: "(full report on cases/a.yaml::m::x[...])".
 _NODE_ID = re.compile(r"[^\s()]+\.ya?ml::[^\s()]+")
+# Numbers that differ between items of one cause: a worker's name (gw4), the memory it had,
+# an error's size on another device.
+_NUMBER = re.compile(r"\d+(?:\.\d+)?(?:e[-+]?\d+)?(?: ?[KMGT]i?B\b)?")
 # An entry of the case file a finding names: "expect.mutated_buffers (cases/a.yaml:9)".
 _ENTRY = re.compile(r"\(([^\s()]+):(\d+)\)")
 
@@ -109,7 +113,7 @@ def causes(results: Sequence[ItemResult]) -> list[Cause]:
         file, line = _where(result)
         pointed = pointer(result)
         keys: list[object] = [("item", pointed)] if pointed else []
-        keys.append(("words", file, line, result.message))
+        keys.append(("words", file, line, _NUMBER.sub("#", result.message or "")))
         cause = next((by_key[k] for k in keys if k in by_key), None)
         if cause is None:
             cause = Cause(result, file, line)

@@ -43,8 +43,8 @@ def test_items_a_failure_stopped_are_counted_in_its_annotation() -> None:
 
 def test_past_ten_causes_the_last_annotation_summarizes_the_rest() -> None:
     results = [
-        failed(f"cases/a.yaml::case{i:02}::parity[export-cpu]", f"[parity] differs {i}")
-        for i in range(14)
+        failed(f"cases/a.yaml::case{i:02}::parity[export-cpu]", f"[parity] output {name} differs")
+        for i, name in enumerate("abcdefghijklmn")
     ]
     lines = github.annotations(results, environ={})
     assert len(lines) == github.MAX_ERRORS
@@ -95,3 +95,17 @@ def test_a_summary_past_githubs_limit_is_cut_and_says_so(tmp_path: Path) -> None
     assert len(text.encode()) <= github.MAX_SUMMARY_BYTES
     assert "cut at GitHub's 1 MiB step-summary limit" in text
     assert github.append_summary(tmp_path, "x") is not None  # a directory: told, not raised
+
+
+def test_items_failing_alike_at_one_line_share_a_cause_whatever_their_numbers() -> None:
+    # Seen on the GPU machine: a case's AOTInductor load crashed a worker on each device.
+    crash = (
+        "[crashed] cases/a.yaml:2: worker {} died in the lowered-aoti stage of this item "
+        "(killed by SIGSEGV); its peak memory when last measured: {}"
+    )
+    cpu = failed("cases/a.yaml::m::lowered[aoti-export-cpu]", crash.format("gw4", "760 MiB"))
+    cuda = failed("cases/a.yaml::m::lowered[aoti-export-cuda:0]", crash.format("gw10", "1.1 GiB"))
+    other = failed("cases/a.yaml::m::parity[export-cpu]", "[parity] output differs")
+    (crashed, differs) = github.causes([cpu, cuda, other])
+    assert (crashed.first, crashed.also) == (cpu, [cuda.nodeid])
+    assert (differs.first, differs.also) == (other, [])
