@@ -27,6 +27,7 @@ from pytest_exportcheck.containment.user_exits import user_exit_error
 from pytest_exportcheck.items import option_values
 from pytest_exportcheck.items.capture_summaries import WORKER_SUMMARIES, SummaryHandoff
 from pytest_exportcheck.items.item_run import Source, SourceFor
+from pytest_exportcheck.items.time_spent import spent_building, spent_capturing
 from pytest_exportcheck.items.worker_crashes import WORKER_CRASHES, WorkerCrashes
 from pytest_exportcheck.model.devices import WORKER_DEVICES, DeviceSelection, is_accelerator
 from pytest_exportcheck.recordings.recording import OBSERVATION, RECORDED_ENTRY
@@ -297,6 +298,7 @@ class ExportCheckSession(WorkerCrashes):
             try:
                 self._raise_if_crashed(key)
                 with (
+                    spent_capturing(item, name),
                     stage("capture"),
                     self.breadcrumb.at("capture", key),
                     dynamo_globals.noting() as self._dynamo_globals[key],
@@ -333,10 +335,11 @@ class ExportCheckSession(WorkerCrashes):
         if cached is None:
             try:
                 self._raise_if_crashed(key)
-                with stage("case"), self.breadcrumb.at("case", key):
-                    cached = Subject(item.case, device, self.max_elements)
-                with stage("eager"), self.breadcrumb.at("eager", key):
-                    cached.eager  # noqa: B018 - an eager forward that raises is a case error
+                with spent_building(item):
+                    with stage("case"), self.breadcrumb.at("case", key):
+                        cached = Subject(item.case, device, self.max_elements)
+                    with stage("eager"), self.breadcrumb.at("eager", key):
+                        cached.eager  # noqa: B018 - an eager forward that raises is a case error
             except (ExportCheckError, StageTimeout) as exc:
                 cached = Failed(exc, item.nodeid)
             except BaseException as exc:
