@@ -76,6 +76,13 @@ def main(argv: list[str] | None = None) -> int:
         "--exportcheck-update), into the case files' *.recorded.json under the current "
         "directory, as one update run would (stale entries are kept)",
     )
+    merge.add_argument(
+        "--github",
+        choices=("auto", "off"),
+        default="auto",
+        help="auto (default): where GITHUB_STEP_SUMMARY is set (a GitHub Actions step), "
+        "append the merged Markdown report to it; off: do not",
+    )
     html = commands.add_parser(
         "html",
         help="write the HTML report of a --exportcheck-report file (or of a merged one)",
@@ -101,10 +108,14 @@ def main(argv: list[str] | None = None) -> int:
 
         return html_command.main(args.report, args.output, args.root)
     if args.command == "merge":
+        import os
+
+        from pytest_exportcheck.reports import github
         from pytest_exportcheck.reports import merge as merge_reports
 
         root = Path.cwd() if args.update_recordings else None
-        return merge_reports.main(args.shards, args.output, root)
+        summary = github.summary_path(args.github, os.environ)
+        return merge_reports.main(args.shards, args.output, root, summary)
     if args.command == "versions":
         from pytest_exportcheck.reports import versions as versions_table
 

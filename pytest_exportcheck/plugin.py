@@ -109,6 +109,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "from a report.",
     )
     group.addoption(
+        "--exportcheck-github",
+        dest="exportcheck_github",
+        default="auto",
+        choices=("auto", "on", "off"),
+        help="GitHub Actions: annotate each failure's root cause on its case's YAML line "
+        "(workflow commands) and append the Markdown report to $GITHUB_STEP_SUMMARY. auto "
+        "(default): annotations where GITHUB_ACTIONS=true, the summary where "
+        "GITHUB_STEP_SUMMARY is set; on: annotations anywhere; off: neither.",
+    )
+    group.addoption(
         "--exportcheck-compare",
         dest="exportcheck_compare",
         default=None,
@@ -164,6 +174,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="an item that passes with gaps (something its check did not verify, listed in "
         "the 'exportcheck gaps' summary) fails instead, naming them; also the "
         "exportcheck_strict_gaps ini option.",
+    )
+    group.addoption(
+        "--exportcheck-progress",
+        dest="exportcheck_progress",
+        choices=("auto", "off"),
+        default="auto",
+        help="auto (default): on a terminal, an item running past exportcheck_progress_seconds "
+        "shows its stage at the end of pytest's line (under -n, every busy worker's); "
+        "never in a log that is not a terminal. off: never.",
+    )
+    parser.addini(
+        "exportcheck_progress_seconds",
+        default="5",
+        help="seconds an item runs before the live progress line shows it (default 5).",
     )
     parser.addini(
         "exportcheck_lower",
@@ -305,6 +329,14 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_exportcheck.parallel.unit_durations import DurationLog
 
     config.pluginmanager.register(DurationLog(config), "exportcheck-durations")
+    if not hasattr(config, "workerinput"):  # the process that owns the terminal
+        from pytest_exportcheck.reports.live_progress import PLUGIN as PROGRESS
+        from pytest_exportcheck.reports.live_progress import LiveProgress
+        from pytest_exportcheck.reports.slowest import SECTION, SlowestCases
+
+        session = config.pluginmanager.get_plugin("exportcheck-session")
+        config.pluginmanager.register(LiveProgress(config, session.where_items_are), PROGRESS)
+        config.pluginmanager.register(SlowestCases(config), SECTION)
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

@@ -37,6 +37,7 @@ from pytest_exportcheck.checks.signal import loose_atol, no_signal, shape_signal
 from pytest_exportcheck.checks.sized import free_dims, sized_leaves
 from pytest_exportcheck.checks.steps import fp64_output
 from pytest_exportcheck.comparison.compare_values import Tolerance, compare_trees
+from pytest_exportcheck.containment.crashes import doing
 from pytest_exportcheck.containment.failures import Note, describe_exception
 from pytest_exportcheck.model.isolation import seed_everything
 from pytest_exportcheck.spec import Case
@@ -64,8 +65,9 @@ def check_parity(case: Case, record: CaptureRecord) -> list[str]:
     for runnable in record.runnables():
         label = runnable.label
         try:
-            call, module = runnable.make()
-            runs = subject.run(call, inputs, steps=steps, state_of=module)
+            with doing(label):  # the live progress line: which program is being made or run
+                call, module = runnable.make()
+                runs = subject.run(call, inputs, steps=steps, state_of=module)
         except Exception as exc:
             findings.append(describe_exception(exc, context=f"{label} raised"))
             continue

@@ -18,6 +18,11 @@ of its case, to the replacement, which dies too, until
   a check only its own item;
 * workers look a subject or capture up in the log before building it, and
   fail the items that need a condemned one at once, as ``[crashed]``.
+
+The same breadcrumb tells the live progress line where a busy item is
+(``reports/live_progress.py``): in one process from memory (:meth:`Breadcrumb.where`),
+on the xdist controller from each worker's file (:meth:`Breadcrumb.where_in`). A
+second channel would mean a second write per stage for what this file already says.
 """
 
 from __future__ import annotations
@@ -166,6 +171,25 @@ def peak_rss_bytes() -> int | None:
     return int(peak if sys.platform == "darwin" else peak * 1024)
 
 
+@dataclass(frozen=True)
+class Where:
+    """Where an item is now: its stage, what it builds there, and a detail within it
+    (the program a parity check runs, a lowering's step)."""
+
+    nodeid: str
+    stage: str
+    key: Key | None = None
+    detail: str | None = None
+
+    @classmethod
+    def of(cls, state: dict[str, Any]) -> Where | None:
+        if not state.get("nodeid"):
+            return None
+        key = state.get("key")
+        return cls(state["nodeid"], state.get("stage") or "setup",
+                   tuple(key) if key else None, state.get("detail"))  # fmt: skip
+
+
 class Breadcrumb:
     """A worker's current item and stage, in a file that is still there after it dies.
 
@@ -219,6 +243,30 @@ class Breadcrumb:
             self._state = previous
             self._write()
 
+    @contextmanager
+    def detail(self, what: str) -> Iterator[None]:
+        """Within the block, the stage's detail is ``what`` (for the progress line only:
+        a crash report names the stage, which decides what the crash condemns)."""
+        previous = self._state.get("detail")
+        self._state["detail"] = what
+        self._write()
+        try:
+            yield
+        finally:
+            self._state["detail"] = previous
+            self._write()
+
+    def where(self) -> Where | None:
+        """This process's item and stage (read from another thread: the state dict is
+        replaced, never half-updated, when a stage ends)."""
+        return Where.of(dict(self._state))
+
+    @staticmethod
+    def where_in(path: Path) -> Where | None:
+        """A worker's item and stage, read from its breadcrumb file."""
+        state = _load(path)
+        return Where.of(state) if state is not None else None
+
     def _write(self) -> None:
         with self._lock:
             self._write_locked()
@@ -235,10 +283,8 @@ class Breadcrumb:
 
     @staticmethod
     def read(path: Path, worker: str) -> Crash | None:
-        try:
-            line = path.read_text(encoding="utf-8").split("\n", 1)[0]
-            state = json.loads(line)
-        except (OSError, ValueError):
+        state = _load(path)
+        if state is None:
             return None  # died before its first item, or the file is gone
         key = state.get("key")
         return Crash(
@@ -254,7 +300,26 @@ class Breadcrumb:
         )
 
 
+def _load(path: Path) -> dict[str, Any] | None:
+    try:
+        state = json.loads(path.read_text(encoding="utf-8").split("\n", 1)[0])
+    except (OSError, ValueError):  # not written yet, gone, or read mid-write (progress)
+        return None
+    return state if isinstance(state, dict) else None
+
+
 _CURRENT: Breadcrumb | None = None  # this worker's, once an item started
+
+
+@contextmanager
+def doing(what: str) -> Iterator[None]:
+    """Within the block, the running item's stage has the detail ``what``, for the live
+    progress line: ``parity (decompose>save)``, ``lowered-aoti (lower)``."""
+    if _CURRENT is None:
+        yield
+        return
+    with _CURRENT.detail(what):
+        yield
 
 
 def note_ending(why: str) -> None:

@@ -128,6 +128,8 @@ class CheckItem(pytest.Item):
                     reason=xfail.reason, strict=xfail.strict, raises=(CaptureError, CheckFailure)
                 )
             )
+        if xfail is not None and xfail.line is not None:  # where a CI annotation points
+            self.user_properties.append(("exportcheck_xfail_line", xfail.line))
         self.user_properties += [
             ("exportcheck_case", case.name),
             ("exportcheck_capture", capture),
@@ -185,6 +187,7 @@ class CheckItem(pytest.Item):
                 finally:
                     if errors.max_abs_err is not None:
                         self._set_property("exportcheck_max_abs_err", errors.max_abs_err)
+                        self._set_property("exportcheck_tolerance", errors.tolerance)
         except NotRunnable as exc:
             _skip_here(exc.reason)
         except ExportCheckError as exc:

@@ -27,6 +27,7 @@ from pytest_exportcheck.containment.user_exits import user_exit_error
 from pytest_exportcheck.items import option_values
 from pytest_exportcheck.items.capture_summaries import WORKER_SUMMARIES, SummaryHandoff
 from pytest_exportcheck.items.item_run import Source, SourceFor
+from pytest_exportcheck.items.time_spent import spent_building, spent_capturing
 from pytest_exportcheck.items.worker_crashes import WORKER_CRASHES, WorkerCrashes
 from pytest_exportcheck.model.devices import WORKER_DEVICES, DeviceSelection, is_accelerator
 from pytest_exportcheck.recordings.recording import OBSERVATION, RECORDED_ENTRY
@@ -68,6 +69,8 @@ class ExportCheckSession(WorkerCrashes):
             update=bool(config.getoption("exportcheck_update")), minor=torch_minor()
         )
         self._recording_lines: list[str] = []
+        # (recording file, what is stale): for the run's end and CI annotations (github.py)
+        self.stale_recordings: list[tuple[str, str]] = []
         self.gpu_sharing: list[str] = []  # set by the xdist scheduler: workers per GPU and why
         self.gpu_peak: int | None = None  # the largest GPU memory one process reserved
         self._subjects: dict[Key, Subject | Failed] = {}
@@ -222,7 +225,8 @@ class ExportCheckSession(WorkerCrashes):
             if self.recordings.unwritten and session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the update did not happen
         else:
-            self._recording_lines = self.recordings.stale_report()
+            self.stale_recordings = self.recordings.stale_report()
+            self._recording_lines = [f"{path}: {text}" for path, text in self.stale_recordings]
 
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config: pytest.Config) -> None:
@@ -294,6 +298,7 @@ class ExportCheckSession(WorkerCrashes):
             try:
                 self._raise_if_crashed(key)
                 with (
+                    spent_capturing(item, name),
                     stage("capture"),
                     self.breadcrumb.at("capture", key),
                     dynamo_globals.noting() as self._dynamo_globals[key],
@@ -330,10 +335,11 @@ class ExportCheckSession(WorkerCrashes):
         if cached is None:
             try:
                 self._raise_if_crashed(key)
-                with stage("case"), self.breadcrumb.at("case", key):
-                    cached = Subject(item.case, device, self.max_elements)
-                with stage("eager"), self.breadcrumb.at("eager", key):
-                    cached.eager  # noqa: B018 - an eager forward that raises is a case error
+                with spent_building(item):
+                    with stage("case"), self.breadcrumb.at("case", key):
+                        cached = Subject(item.case, device, self.max_elements)
+                    with stage("eager"), self.breadcrumb.at("eager", key):
+                        cached.eager  # noqa: B018 - an eager forward that raises is a case error
             except (ExportCheckError, StageTimeout) as exc:
                 cached = Failed(exc, item.nodeid)
             except BaseException as exc:

@@ -18,6 +18,7 @@ from pytest_exportcheck.containment.crashes import (
     EXIT_SIGNAL,
     Breadcrumb,
     CrashLog,
+    Where,
     exit_signal,
     restarts_used_up,
     unrun_lines,
@@ -77,6 +78,21 @@ class WorkerCrashes:
 
             self._crash_log = CrashLog(Path(tempfile.mkdtemp(prefix="exportcheck-crashes-")))
         return self._crash_log
+
+    def where_items_are(self) -> dict[str, tuple[str | None, Where]]:
+        """Node id -> (worker, where it is), for the live progress line's thread: on the
+        xdist controller from each worker's breadcrumb file, in one process from its own
+        breadcrumb (no worker). A file may name an item that has finished: the caller
+        knows which items run."""
+        if self._crash_log is None or hasattr(self.config, "workerinput"):
+            where = self.breadcrumb.where()
+            return {where.nodeid: (None, where)} if where is not None else {}
+        found: dict[str, tuple[str | None, Where]] = {}
+        for path in self._crash_log.directory.glob("*.at"):
+            where = Breadcrumb.where_in(path)
+            if where is not None:
+                found[where.nodeid] = (path.stem, where)
+        return found
 
     def _raise_if_crashed(self, key: tuple[str, ...]) -> None:
         """A subject or capture that killed a worker before is not built again."""

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 import torch
 
+from pytest_exportcheck.containment.crashes import doing
 from pytest_exportcheck.containment.failures import CheckFailure, ExportCheckError, exception_text
 
 # Inductor draws random numbers with a generator of its own (philox), so a forward
@@ -87,9 +88,11 @@ class LoweringError(CheckFailure):
 @contextmanager
 def raising_at(stage: str, what: str) -> Iterator[None]:
     """An exception in the block is a :class:`LoweringError` at ``stage``, saying ``what``
-    raised and torch's first lines (the rest is on the exception's chain)."""
+    raised and torch's first lines (the rest is on the exception's chain). The live
+    progress line shows ``stage`` meanwhile: a compile can take minutes."""
     try:
-        yield
+        with doing(stage):
+            yield
     except Exception as exc:
         first = _plain(exception_text(exc)).splitlines()
         shown = "\n".join(first[:6]) + ("\n..." if len(first) > 6 else "")

@@ -277,9 +277,10 @@ class RecordingStore:
             lines += self._write_one(Path(case_file), whole_run=whole_run)
         return lines
 
-    def stale_report(self) -> list[str]:
-        """Without --exportcheck-update: recorded entries the case files no longer have."""
-        lines = []
+    def stale_report(self) -> list[tuple[str, str]]:
+        """Without --exportcheck-update: recorded entries the case files no longer have,
+        as (recording file, what is stale) per file."""
+        found = []
         for case_file in sorted(self.collected):
             try:
                 recording = Recording.read(Path(case_file))
@@ -287,12 +288,13 @@ class RecordingStore:
                 continue  # the file's recorded items already fail with the reason
             stale = _stale(recording, self.minor, self._captures_by_case(Path(case_file)))
             if stale:
-                lines.append(
-                    f"{display_path(recording.path)}: recorded entries for cases or captures "
-                    f"that no longer exist: {_show(stale)}; pytest --exportcheck "
-                    "--exportcheck-update on the whole suite removes them"
-                )
-        return lines
+                found.append((
+                    display_path(recording.path),
+                    f"recorded entries for cases or captures that no longer exist: "
+                    f"{_show(stale)}; pytest --exportcheck --exportcheck-update on the whole "
+                    "suite removes them",
+                ))  # fmt: skip
+        return found
 
     def _not_observed(self, case_file: Path) -> list[str]:
         observed = self.observations.get(str(case_file), {})

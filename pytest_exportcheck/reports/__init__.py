@@ -12,6 +12,9 @@ need not have loaded.
 * ``compare_runs.py`` this run against a baseline report;
 * ``gap_summary.py`` passing items whose check verified less than it says, counted;
 * ``html/``        the HTML page of a run or of any report (``--exportcheck-html``);
+* ``slowest.py``   the slowest cases at the run's end, and where their time went;
+* ``live_progress.py`` the live line of a long item's stage, on a terminal (it also
+  reads the workers' breadcrumbs, ``containment/crashes.py``);
 * ``hooks.py``     the pytest plugin tying them together.
 """
 

@@ -9,6 +9,7 @@ path stops the run before any model is built.
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 
 from pytest_exportcheck.recordings.atomic import stale_note
-from pytest_exportcheck.reports import gap_summary, html, json_report, markdown, nearest
+from pytest_exportcheck.reports import gap_summary, github, html, json_report, markdown, nearest
 from pytest_exportcheck.reports import matrix as matrix_mod
 from pytest_exportcheck.reports.compare_runs import Comparison, RunScope, compare
 from pytest_exportcheck.reports.compare_runs import render as render_comparison
@@ -77,6 +78,7 @@ class ReportPlugin:
             problem = html.overwrite_problem(self.html_path)
             if problem is not None:
                 raise pytest.UsageError(f"--exportcheck-html: {problem}")
+        self.github_mode = config.getoption("exportcheck_github")
         self.fail_on_regression = bool(config.getoption("exportcheck_fail_on_regression"))
         baseline = config.getoption("exportcheck_compare")
         if self.fail_on_regression and not baseline:
@@ -156,10 +158,17 @@ class ReportPlugin:
                      "its known failures do not fail the run", {"green": True})
                 )  # fmt: skip
         self.run["exitstatus"] = int(session.exitstatus)  # the process's, whatever set it
-        if self.report_path is not None and not self.config.option.collectonly:
+        if self.config.option.collectonly:
+            return
+        if self.report_path is not None:
             self._write(self.report_path)
-        if self.html_path is not None and not self.config.option.collectonly:
+        if self.html_path is not None:
             self._write_html(self.html_path)
+        summary = github.summary_path(self.github_mode, os.environ)
+        if summary is not None and self.results:
+            problem = github.append_summary(summary, self._markdown(self._document()))
+            if problem is not None:
+                self.messages.append((problem, {"red": True}))
 
     def _document(self) -> dict[str, Any]:
         summary = self.comparison.summary() if self.comparison is not None else None
@@ -168,15 +177,15 @@ class ReportPlugin:
             doc["recordings"] = self.nearest.to_json()
         return doc
 
+    def _markdown(self, doc: dict[str, Any]) -> str:
+        return markdown.render(doc, matrix_mod.build(self.results), self.comparison, self.nearest)
+
     def _write(self, path: Path) -> None:
         doc = self._document()
         md_path = json_report.markdown_path(path)
         try:
             removed = json_report.write_atomically(path, json_report.dumps(doc))
-            text = markdown.render(
-                doc, matrix_mod.build(self.results), self.comparison, self.nearest
-            )
-            removed += json_report.write_atomically(md_path, text)
+            removed += json_report.write_atomically(md_path, self._markdown(doc))
         except OSError as exc:
             self.messages.append((f"exportcheck report not written: {exc}", {"red": True}))
         else:
@@ -223,3 +232,10 @@ class ReportPlugin:
             terminalreporter.section("exportcheck")
         for line, markup in self.messages:
             terminalreporter.line(line, **markup)
+        if github.annotating(self.github_mode, os.environ):
+            # Last, each alone on its line: GitHub reads them from the step's output.
+            session = self.config.pluginmanager.get_plugin("exportcheck-session")
+            stale = getattr(session, "stale_recordings", [])
+            root = self.config.rootpath
+            for line in github.annotations(self.results, stale, root=root, environ=os.environ):
+                terminalreporter.write_line(line)

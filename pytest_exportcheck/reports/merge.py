@@ -28,7 +28,7 @@ from typing import Any
 
 from pytest_exportcheck import CASE_SUFFIXES
 from pytest_exportcheck.items.item_names import split_item_name
-from pytest_exportcheck.reports import json_report, markdown
+from pytest_exportcheck.reports import github, json_report, markdown
 from pytest_exportcheck.reports import matrix as matrix_mod
 from pytest_exportcheck.reports.results import ItemResult, describe_totals, totals
 
@@ -136,17 +136,21 @@ def merge(paths: Sequence[Path]) -> dict[str, Any]:
     return json_report.document(results, run, comparison=None)
 
 
-def write(doc: Mapping[str, Any], output: Path) -> list[str]:
-    """Write the merged JSON and Markdown; the lines to print (matrix and totals)."""
+def write(doc: Mapping[str, Any], output: Path, summary: Path | None = None) -> list[str]:
+    """Write the merged JSON and Markdown (and append the Markdown to the GitHub job
+    summary ``summary``); the lines to print (matrix and totals)."""
     results = [item_result(item) for item in doc["items"]]
     matrix = matrix_mod.build(results)
     json_report.write_atomically(output, json_report.dumps(doc))
     md_path = json_report.markdown_path(output)
-    json_report.write_atomically(md_path, markdown.render(doc, matrix, None))
+    text = markdown.render(doc, matrix, None)
+    json_report.write_atomically(md_path, text)
     lines = [*matrix_mod.render_text(matrix, width=120)]
     lines.append(describe_totals(totals(r.outcome for r in results)))
     shards = len(doc["run"]["shards"])
     lines.append(f"merged {shards} shard report(s): {output} and {md_path.name}")
+    if summary is not None:
+        lines.append(github.append_summary(summary, text) or f"job summary: appended to {summary}")
     return lines
 
 
@@ -175,10 +179,15 @@ def update_recordings(doc: Mapping[str, Any], root: Path) -> list[str]:
     return lines
 
 
-def main(paths: Sequence[Path], output: Path, recordings_root: Path | None = None) -> int:
+def main(
+    paths: Sequence[Path],
+    output: Path,
+    recordings_root: Path | None = None,
+    summary: Path | None = None,
+) -> int:
     try:
         doc = merge(paths)
-        lines = write(doc, output)
+        lines = write(doc, output, summary)
         if recordings_root is not None:
             lines += update_recordings(doc, recordings_root)
     except (MergeError, OSError) as exc:

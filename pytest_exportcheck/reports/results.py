@@ -35,6 +35,7 @@ PROPERTY_PREFIX = "exportcheck_"
 # Left by each call of the `exportcheck` fixture (api/check.py): that call's items.
 API_CALL_PROPERTY = "exportcheck_api_call"
 _MAX_MESSAGE = 500
+_MAX_TEXT = 8000  # a failure's text in the report: its findings, not a 50-kB graph
 
 
 @dataclass
@@ -63,6 +64,15 @@ class ItemResult:
     # what the item's check did not verify, on an item that passed ([{check, what, why}],
     # see gaps.py); None where it has none
     gaps: list[dict[str, str]] | None = None
+    # what the comparison with the largest error was held to ("atol=1e-05, rtol=1.3e-06
+    # (float32 default)")
+    tolerance: str | None = None
+    # a failure's (or expected failure's) whole text, bounded, and its `where:` line (the
+    # first diverging submodule, localize.py)
+    text: str | None = None
+    where: str | None = None
+    # the line of the case's xfail entry that applies to the item (for an XPASS(strict))
+    xfail_line: int | None = None
 
     @property
     def with_gaps(self) -> bool:
@@ -182,6 +192,7 @@ def item_result(nodeid: str, phases: Mapping[str, Any]) -> ItemResult | None:
         line = int(location[1]) + 1
     reason = getattr(report, "wasxfail", None)
     message = reason if outcome == "xpassed" else headline(report.longrepr)
+    text = failure_text(report.longrepr) if outcome in (*FAILING, "xfailed") else None
     return ItemResult(
         nodeid=nodeid,
         case=props.get("exportcheck_case") or nodeid.split("::")[-1],
@@ -202,7 +213,37 @@ def item_result(nodeid: str, phases: Mapping[str, Any]) -> ItemResult | None:
         recorded_against=props.get("exportcheck_recorded_against"),
         drift=_json_property(props.get("exportcheck_drift")),
         gaps=_gaps(props.get(GAPS_PROPERTY)) if outcome in PASSING else None,
+        tolerance=props.get("exportcheck_tolerance"),
+        text=text,
+        where=where_line(text),
+        xfail_line=_int(props.get("exportcheck_xfail_line")),
     )
+
+
+def failure_text(longrepr: Any) -> str | None:
+    """A failure's whole text as the terminal shows it (the plugin's own rendering, or the
+    string xdist sent), bounded: a report stays readable next to 1,500 items."""
+    if longrepr is None or skip_reason(longrepr) is not None:
+        return None
+    text = str(longrepr).strip()
+    if len(text) > _MAX_TEXT:
+        text = text[: _MAX_TEXT - 1] + "…"
+    return text or None
+
+
+def where_line(text: str | None) -> str | None:
+    """The ``where:`` line of a failure (``first diverging: act (Perturbed) — ...``)."""
+    for line in (text or "").splitlines():
+        if line.strip().startswith("where: "):
+            return line.strip().removeprefix("where: ")
+    return None
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return None if value is None else int(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def _gaps(value: Any) -> list[dict[str, str]] | None:

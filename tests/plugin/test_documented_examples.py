@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from pytest_exportcheck import plugin
+from pytest_exportcheck.items.time_spent import BUILD_PROPERTY, CAPTURED_PROPERTY
 from pytest_exportcheck.spec.errors import SpecError
 from pytest_exportcheck.spec.load import load_case_file
 
@@ -159,8 +160,9 @@ def test_every_option_and_ini_key_the_pages_name_exists() -> None:
         named_keys.update(re.findall(r"\bexportcheck_[a-z_]*[a-z]\b", text))
     assert named_options and named_keys
     assert named_options <= declared.options, sorted(named_options - declared.options)
-    # An item's user property carries one exportcheck_ name that is not a key.
-    unknown = named_keys - declared.ini - {"exportcheck_gaps"}
+    # Items' user properties carry exportcheck_ names that are not keys.
+    properties = {"exportcheck_gaps", BUILD_PROPERTY, CAPTURED_PROPERTY}
+    unknown = named_keys - declared.ini - properties
     assert not unknown, sorted(unknown)
 
 

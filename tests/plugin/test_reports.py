@@ -149,6 +149,10 @@ def test_a_failure_is_reported_with_its_stage_headline_and_error(
     assert parity["message"].startswith("[parity] step 2: output: 8 / 8 elements outside")
     assert "\n" not in parity["message"]
     assert parity["max_abs_err"] > 0.1
+    assert parity["tolerance"] == "atol=1e-05, rtol=1.3e-06 (float32 default)"
+    # The whole text as the terminal shows it, for the HTML report's details.
+    assert parity["text"].startswith(parity["message"] + "\n")
+    assert "cases/main.yaml:7: case python_state, export on cpu" in parity["text"]
     assert parity["capture_seconds"] > 0
     assert parity["duration"] > 0
     mutation = found["cases/main.yaml::python_state::mutation[export-cpu]"]

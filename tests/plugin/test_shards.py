@@ -94,3 +94,20 @@ def test_the_merged_status_fails_when_a_shard_failed(tmp_path: Path) -> None:
     failed.write_text(json.dumps(doc))
     assert merge.main([passed, failed], tmp_path / "merged.json") == 1
     assert json.loads((tmp_path / "merged.json").read_text())["totals"]["failed"] == 1
+
+
+def test_in_a_github_job_the_merge_appends_its_report_to_the_job_summary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_exportcheck.__main__ import main
+
+    shards = [write_report(tmp_path / "cpu.json"), write_report(tmp_path / "meta.json")]
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    args = ["merge", *map(str, shards), "-o", str(tmp_path / "merged.json")]
+    assert main(args) == 0
+    assert summary.read_text() == (tmp_path / "merged.md").read_text() + "\n"
+    assert f"job summary: appended to {summary}" in capsys.readouterr().out
+    summary.unlink()
+    assert main([*args, "--github", "off"]) == 0
+    assert not summary.exists()

@@ -358,3 +358,14 @@ def test_bit_equal_leaves_pass_and_report_as_the_full_comparison_does(
     with tracking_errors() as errors:
         assert compare_trees(leaf, leaf.clone()) == []
     assert errors.max_abs_err == (max(heard) if heard else None)
+
+
+def test_the_tracker_keeps_the_tolerance_of_the_comparison_with_the_largest_error() -> None:
+    with tracking_errors() as errors:
+        compare_trees(torch.ones(3), torch.ones(3))  # equal: an error of 0
+        assert errors.tolerance == "atol=1e-05, rtol=1.3e-06 (float32 default)"
+        compare_trees(torch.ones(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64) + 1e-9)
+        compare_trees(torch.ones(3), torch.ones(3) + 1e-3, tolerance=Tolerance(atol=1e-2))
+        compare_trees(torch.ones(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64) + 1e-8)
+    assert errors.max_abs_err == pytest.approx(1e-3, rel=1e-3)
+    assert errors.tolerance is not None and errors.tolerance.startswith("atol=0.01, rtol=1.3e-06")

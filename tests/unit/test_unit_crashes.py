@@ -8,7 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_exportcheck.containment.crashes import Breadcrumb, Crash, CrashLog, WorkerCrash
+from pytest_exportcheck.containment.crashes import (
+    Breadcrumb,
+    Crash,
+    CrashLog,
+    Where,
+    WorkerCrash,
+    doing,
+)
 
 SUBJECT = ("cases/a.yaml", "lm", "cpu")
 CAPTURE = (*SUBJECT, "dynamo")
@@ -112,3 +119,28 @@ def test_a_crash_inside_a_check_condemns_nothing(tmp_path: Path) -> None:
     log.record(crash("parity", None))
     assert log.by_item[ITEM].stage == "parity"
     assert list(tmp_path.glob("*.crash")) == []
+
+
+def test_the_progress_line_reads_where_an_item_is_from_memory_or_the_file(
+    tmp_path: Path,
+) -> None:
+    # One process reads its own breadcrumb; the xdist controller, each worker's file.
+    for trail, where in (
+        (Breadcrumb(None), lambda t: t.where()),
+        (Breadcrumb(tmp_path / "gw1.at"), lambda t: Breadcrumb.where_in(tmp_path / "gw1.at")),
+    ):
+        trail.start(ITEM, "cases/a.yaml:7", [])
+        with trail.at("parity"), trail.detail("decompose>save"):
+            assert where(trail) == Where(ITEM, "parity", None, "decompose>save")
+        with trail.at("capture", CAPTURE):
+            assert where(trail) == Where(ITEM, "capture", CAPTURE)
+        assert where(trail) == Where(ITEM, "setup")
+
+
+def test_a_stage_detail_goes_to_the_breadcrumb_of_the_item_running_here() -> None:
+    # raising_at (lowering) and the parity loop call doing() without a breadcrumb at hand.
+    trail = Breadcrumb(None)
+    trail.start(ITEM, "cases/a.yaml:7", [])
+    with trail.at("lowered-aoti"), doing("lower"):
+        assert trail.where() == Where(ITEM, "lowered-aoti", None, "lower")
+    assert trail.where() == Where(ITEM, "setup")

@@ -21,8 +21,11 @@ from pytest_exportcheck.reports.results import (
     ResultCollector,
     classify,
     describe_totals,
+    failure_text,
     headline,
+    item_result,
     totals,
+    where_line,
 )
 
 PROPS = [("exportcheck_case", "mlp"), ("exportcheck_check", "parity")]
@@ -54,6 +57,31 @@ def test_headline_of_each_longrepr_form() -> None:
     assert headline(crash) == "AssertionError: x"
     assert headline("\n[parity] step 2: differs\ncases/a.yaml:3: ...") == "[parity] step 2: differs"
     assert len(headline("x" * 2000) or "") == 500
+
+
+def test_a_failure_keeps_its_whole_text_bounded_and_its_where_line() -> None:
+    text = (
+        "[parity] step 1: output: 3 / 8 elements outside tolerance\n"
+        "cases/a.yaml:2: case mlp, export on cpu\n"
+        "  where: first diverging: act (Perturbed) — max abs err 0.1; inputs agree\n"
+    )
+    failed = item_result(
+        "cases/a.yaml::mlp::parity[export-cpu]",
+        {"call": rep("failed", longrepr=text, user_properties=[
+            *PROPS, ("exportcheck_tolerance", "atol=1e-05, rtol=1.3e-06 (float32 default)"),
+            ("exportcheck_xfail_line", 9),
+        ])},
+    )  # fmt: skip
+    assert failed is not None and failed.text == text.strip()
+    assert failed.where == "first diverging: act (Perturbed) — max abs err 0.1; inputs agree"
+    assert failed.tolerance == "atol=1e-05, rtol=1.3e-06 (float32 default)"
+    assert failed.xfail_line == 9
+    assert where_line("[parity] differs\nno where here") is None
+    assert failure_text(("a.yaml", 3, "Skipped: no GPU")) is None  # a skip has a reason
+    long = failure_text("x" * 20_000) or ""
+    assert len(long) == 8000 and long.endswith("…")
+    passed = item_result("cases/a.yaml::mlp::parity[export-cpu]", {"call": rep()})
+    assert passed is not None and passed.text is None and passed.where is None
 
 
 @pytest.mark.parametrize(
