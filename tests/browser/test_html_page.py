@@ -146,7 +146,8 @@ def test_a_click_on_a_cell_shows_its_failure_and_a_hostile_message_stays_text(
     assert "first diverging: act (Perturbed) — max abs err 0.1; inputs agree" in text
     assert "atol=1e-05, rtol=1.3e-06" in text
     assert "0.25" in text
-    assert f"[parity] step 1: {HOSTILE}\nthe whole text" in text
+    assert f"failure\n[parity] step 1: {HOSTILE}\nthe whole text" in text
+    assert "headline" not in text  # the failure text begins with it
     assert browser.execute_script("return document.querySelectorAll('img').length") == 0
     assert severe(browser) == []
 
@@ -156,7 +157,10 @@ def test_an_xfail_shows_its_reason_and_an_old_report_its_message(
 ) -> None:
     open_page(browser, write_page(tmp_path, mixed()))
     find(browser, "#matrix td.o-xfailed").click()
-    assert "xfail reason\ndynamo lifts it" in find(browser, "#details").text
+    assert (
+        "xfail reason\ndynamo lifts it\nxfail entry\ncases/a.yaml:12"
+        in find(browser, "#details").text
+    )
     find(browser, "#matrix td.broken").click()  # no text field: the headline stands in
     assert "message\n[case] cases/b.yaml:9: unknown key" in find(browser, "#details").text
 

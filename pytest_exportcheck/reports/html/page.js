@@ -301,13 +301,17 @@ function detailsOf(item) {
   add("max abs err", typeof item.max_abs_err === "number" && item.max_abs_err !== 0
     ? item.max_abs_err.toPrecision(4) : item.max_abs_err);
   add("xfail reason", item.reason);
+  add("xfail entry", item.xfail_line ? item.file + ":" + item.xfail_line : null);
   add("duration", item.duration === null ? null : seconds(item.duration) + " s" +
     (typeof item.capture_seconds === "number"
       ? " (capture " + seconds(item.capture_seconds) + " s, shared)" : ""));
   add("recorded against", item.recorded_against && "torch " + item.recorded_against);
   add("differs from the recording", (item.drift || []).map((d) => d.join(": ")).join("\n"), true);
   add("gaps", (item.gaps || []).map((g) => g.what + " (" + g.why + ")").join("\n"), true);
-  add(item.text ? "headline" : "message", item.message, true);
+  // The failure text begins with the headline as a rule: then it stands for both.
+  if (!item.text || !item.message || !item.text.startsWith(item.message)) {
+    add(item.text ? "headline" : "message", item.message, true);
+  }
   add("failure", item.text, true);
   add("observation", item.observation && JSON.stringify(item.observation, null, 1), true);
   return el("article", {}, el("h2", {}, item.nodeid), dl);
