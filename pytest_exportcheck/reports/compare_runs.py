@@ -96,6 +96,13 @@ class Comparison:
             "unchanged": self.unchanged,
             "not_run": self.not_run,
             **{name: [c.nodeid for c in getattr(self, name)] for name, _, _ in KINDS},
+            # Each changed item's baseline outcome, for "was → now" (the HTML report).
+            "was": {
+                c.nodeid: c.before
+                for name, _, _ in KINDS
+                for c in getattr(self, name)
+                if c.before is not None
+            },
             "observations_by_kind": [g.to_json() for g in self.drift],
         }
 

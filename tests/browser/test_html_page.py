@@ -182,11 +182,14 @@ def test_the_comparison_is_a_view_with_regressions_first(browser: Any, tmp_path:
         "regressions": ["cases/a.yaml::conv::parity[export-cpu]"], "fixes": [],
         "new": ["cases/b.yaml::slow::parity[export-cpu]"], "removed": ["cases/a.yaml::gone"],
         "observations_by_kind": [],
+        "was": {"cases/a.yaml::conv::parity[export-cpu]": "passed", "cases/a.yaml::gone": "passed"},
     }  # fmt: skip
     open_page(browser, write_page(tmp_path, mixed() | {"comparison": comparison}))
     find(browser, "#tabs button[data-view=comparison]").click()
     headings = [h.text for h in visible(browser, "#comparison h3")]
     assert headings == ["1 regressions", "1 new items", "1 removed items"]
+    regression = find(browser, "#comparison tbody tr").text
+    assert regression.startswith("cases/a.yaml::conv::parity[export-cpu] passed failed")
     assert not find(browser, "#filters").is_displayed()
     find(browser, "#comparison a.item").click()
     assert "[parity] step 1" in find(browser, "#details").text

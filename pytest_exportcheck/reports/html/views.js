@@ -47,11 +47,13 @@ function buildComparison() {
       const item = byId.get(id);
       const link = item ? el("a", { href: "#comparison", className: "item" }, id) : id;
       if (item) link.addEventListener("click", (e) => { e.preventDefault(); showDetails([item]); });
-      return [link, item ? el("span", { className: "pill o-" + state(item) },
-        label(state(item))) : "not in this run", item ? item.message || "" : ""];
+      const was = (summary.was || {})[id];
+      return [link, was ? el("span", { className: "pill o-" + was }, label(was)) : "",
+        item ? el("span", { className: "pill o-" + state(item) },
+          label(state(item))) : "not in this run", item ? item.message || "" : ""];
     });
     box.append(el("h3", { className: key === "regressions" ? "o-failed" : "" },
-      ids.length + " " + heading), simpleTable(["item", "now", "headline"], rows));
+      ids.length + " " + heading), simpleTable(["item", "was", "now", "headline"], rows));
   }
   const drift = summary.observations_by_kind || [];
   if (drift.length) {
