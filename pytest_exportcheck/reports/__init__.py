@@ -11,6 +11,7 @@ need not have loaded.
 * ``markdown.py``  the Markdown rendering for CI job summaries;
 * ``compare_runs.py`` this run against a baseline report;
 * ``gap_summary.py`` passing items whose check verified less than it says, counted;
+* ``github.py``    GitHub Actions: annotations per root cause, the job summary;
 * ``html/``        the HTML page of a run or of any report (``--exportcheck-html``);
 * ``slowest.py``   the slowest cases at the run's end, and where their time went;
 * ``live_progress.py`` the live line of a long item's stage, on a terminal (it also
