@@ -151,6 +151,9 @@ class CheckItem(pytest.Item):
         return keys
 
     def runtest(self) -> None:
+        from pytest_exportcheck.items.time_spent import mark_if_first
+
+        mark_if_first(self)
         from pytest_exportcheck.comparison.compare_values import tracking_errors
         from pytest_exportcheck.containment.failures import (
             CheckFailure,

@@ -23,6 +23,18 @@ from typing import Any
 BUILD_PROPERTY = "exportcheck_build_seconds"
 # {capture path: seconds} the item spent making captures.
 CAPTURED_PROPERTY = "exportcheck_captured"
+# On the first item a process runs: its time includes the imports it was first to need
+# (torch's export and Dynamo modules, the checks': seconds, not the check's own).
+FIRST_PROPERTY = "exportcheck_first_in_process"
+_first_taken = False
+
+
+def mark_if_first(item: Any) -> None:
+    """Mark ``item`` if it is the first this process runs."""
+    global _first_taken
+    if not _first_taken:
+        _first_taken = True
+        _put(item, FIRST_PROPERTY, True)
 
 
 @contextmanager

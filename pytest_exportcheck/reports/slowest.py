@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from pytest_exportcheck.items.time_spent import BUILD_PROPERTY, CAPTURED_PROPERTY
+from pytest_exportcheck.items.time_spent import BUILD_PROPERTY, CAPTURED_PROPERTY, FIRST_PROPERTY
 
 SHOWN = 10  # cases listed at most
 # A case under this many seconds is not worth a line; a run with none prints nothing.
@@ -42,6 +42,7 @@ class ItemTime:
     seconds: float  # all phases
     build: float = 0.0
     captured: dict[str, float] = field(default_factory=dict)
+    first: bool = False  # the first item of its process: its imports included
 
 
 @dataclass
@@ -51,6 +52,7 @@ class CaseTime:
     build: float
     captures: dict[str, float]
     checks: dict[str, float]
+    first: set[str] = field(default_factory=set)  # checks whose time holds a process's imports
 
 
 def case_times(items: Iterable[ItemTime]) -> list[CaseTime]:
@@ -63,7 +65,10 @@ def case_times(items: Iterable[ItemTime]) -> list[CaseTime]:
     builds: dict[str, float] = defaultdict(float)
     captures: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     checks: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    first: dict[str, set[str]] = defaultdict(set)
     for item in items:
+        if item.first:
+            first[item.case].add(item.check)
         made = sum(item.captured.values())
         totals[item.case] += item.seconds
         builds[item.case] += item.build
@@ -71,7 +76,7 @@ def case_times(items: Iterable[ItemTime]) -> list[CaseTime]:
             captures[item.case][path] += seconds
         checks[item.case][item.check] += max(0.0, item.seconds - item.build - made)
     found = [
-        CaseTime(case, seconds, builds[case], dict(captures[case]), dict(checks[case]))
+        CaseTime(case, seconds, builds[case], dict(captures[case]), dict(checks[case]), first[case])
         for case, seconds in totals.items()
     ]
     return sorted(found, key=lambda c: (-c.seconds, c.case))
@@ -93,9 +98,14 @@ def render(
     for case in slow:
         parts = [("build", case.build)]
         parts += [(f"capture {path}", s) for path, s in sorted(case.captures.items())]
-        parts += sorted(case.checks.items(), key=lambda part: (-part[1], part[0]))
+        checks = sorted(case.checks.items(), key=lambda part: (-part[1], part[0]))
+        parts += [(f"{name}*" if name in case.first else name, s) for name, s in checks]
         shown_parts = ", ".join(f"{name} {s:.1f}" for name, s in parts if round(s, 1) > 0)
         lines.append(f"{case.seconds:>{width}.1f} s  {case.case}: {shown_parts or 'no split'}")
+    if any(case.first for case in slow):
+        lines.append(
+            "*: holds the first item of a process, and so the imports it was first to need"
+        )
     return lines
 
 
@@ -111,6 +121,7 @@ def item_time(nodeid: str, seconds: float, properties: Mapping[str, Any]) -> Ite
         check=str(check),
         seconds=seconds,
         build=_seconds(properties.get(BUILD_PROPERTY)),
+        first=bool(properties.get(FIRST_PROPERTY)),
         captured={str(k): _seconds(v) for k, v in captured.items()}
         if isinstance(captured, dict)
         else {},

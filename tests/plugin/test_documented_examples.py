@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from pytest_exportcheck import plugin
-from pytest_exportcheck.items.time_spent import BUILD_PROPERTY, CAPTURED_PROPERTY
+from pytest_exportcheck.items.time_spent import BUILD_PROPERTY, CAPTURED_PROPERTY, FIRST_PROPERTY
 from pytest_exportcheck.spec.errors import SpecError
 from pytest_exportcheck.spec.load import load_case_file
 
@@ -161,7 +161,7 @@ def test_every_option_and_ini_key_the_pages_name_exists() -> None:
     assert named_options and named_keys
     assert named_options <= declared.options, sorted(named_options - declared.options)
     # Items' user properties carry exportcheck_ names that are not keys.
-    properties = {"exportcheck_gaps", BUILD_PROPERTY, CAPTURED_PROPERTY}
+    properties = {"exportcheck_gaps", BUILD_PROPERTY, CAPTURED_PROPERTY, FIRST_PROPERTY}
     unknown = named_keys - declared.ini - properties
     assert not unknown, sorted(unknown)
 

@@ -65,3 +65,18 @@ def test_item_times_come_from_the_properties_the_items_left() -> None:
     assert item == ItemTime("cases/a.yaml::mlp", "parity", 3.0, 1.5, {"export": 0.5})
     # A broken case file's item, or a test using the fixture: not a case's item.
     assert item_time("cases/a.yaml::load", 1.0, {"exportcheck_case": "load"}) is None
+
+
+def test_the_first_item_of_a_process_is_starred_its_time_holds_imports() -> None:
+    # Seen under -n 2: cases/basics.yaml::mlp's signature at 5.0 s, the worker's first item.
+    items = [
+        ItemTime("cases/a.yaml::m", "signature", 5.0, first=True),
+        ItemTime("cases/a.yaml::m", "parity", 0.5),
+    ]
+    _, line, note = render(case_times(items))
+    assert line.endswith("cases/a.yaml::m: signature* 5.0, parity 0.5")
+    assert note == "*: holds the first item of a process, and so the imports it was first to need"
+    properties = {"exportcheck_case": "m", "exportcheck_check": "signature"}
+    first = item_time("cases/a.yaml::m::signature[export-cpu]", 5.0, properties | {
+        "exportcheck_first_in_process": True})  # fmt: skip
+    assert first is not None and first.first
