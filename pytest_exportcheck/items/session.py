@@ -178,9 +178,11 @@ class ExportCheckSession(WorkerCrashes):
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         if hasattr(self.config, "workerinput"):  # the cores shared out (worker_threads.py)
-            from pytest_exportcheck.parallel.worker_threads import limit_for_worker
+            from pytest_exportcheck.parallel import worker_threads
 
-            limit_for_worker(int(self.config.workerinput.get("workercount", 1)))
+            workers = int(self.config.workerinput.get("workercount", 1))
+            worker_threads.limit_for_worker(workers)
+            worker_threads.limit_compile_threads(workers)
         if self.memory_limit is not None and self._runs_items() and not self._checks_cuda():
             from pytest_exportcheck.containment import memory_limit
 

@@ -107,6 +107,10 @@ class ChecksItsThreads(nn.Module):
         share = max(1, len(os.sched_getaffinity(0)) // workers)
         if torch.get_num_threads() > share:
             raise RuntimeError(f"{torch.get_num_threads()} threads, share {share}")
+        # Inductor's compile processes too (unless the user set them)
+        compile_threads = os.environ.get("TORCHINDUCTOR_COMPILE_THREADS")
+        if compile_threads != os.environ.get("USERS_COMPILE_THREADS", str(share)):
+            raise RuntimeError(f"TORCHINDUCTOR_COMPILE_THREADS {compile_threads}, share {share}")
         return x * 2
 """
 
@@ -115,7 +119,12 @@ class ChecksItsThreads(nn.Module):
     any(os.environ.get(name) for name in USER_SETTINGS),
     reason="a thread setting of the user's own stands",
 )
-def test_each_worker_uses_its_share_of_the_cores(project: pytest.Pytester) -> None:
+def test_each_worker_uses_its_share_of_the_cores(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    users = os.environ.get("TORCHINDUCTOR_COMPILE_THREADS")
+    if users:  # the user's own stands, and the model checks that it does
+        monkeypatch.setenv("USERS_COMPILE_THREADS", users)
     (project.path / "cases" / "threads.py").write_text(THREADS_MODEL)
     write_cases(
         project,

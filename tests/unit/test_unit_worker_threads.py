@@ -41,3 +41,23 @@ def test_the_users_own_setting_stands(monkeypatch: pytest.MonkeyPatch) -> None:
     torch.set_num_threads(4)
     assert worker_threads.limit_for_worker(8) is None
     assert torch.get_num_threads() == 4
+
+
+def test_a_worker_gets_its_share_of_inductors_compile_processes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import torch._inductor.config as inductor_config
+
+    monkeypatch.setattr(inductor_config, "compile_threads", inductor_config.compile_threads)
+    monkeypatch.setattr(worker_threads, "usable_cores", lambda: 16)
+    environ: dict[str, str] = {}
+    assert worker_threads.limit_compile_threads(14, environ) == 1
+    assert environ == {"TORCHINDUCTOR_COMPILE_THREADS": "1"}  # for Inductor's first import
+    assert inductor_config.compile_threads == 1  # and on its config, already imported
+    assert worker_threads.limit_compile_threads(4, environ := {}) == 4
+
+
+def test_the_users_compile_threads_stand() -> None:
+    environ = {"TORCHINDUCTOR_COMPILE_THREADS": "8"}
+    assert worker_threads.limit_compile_threads(14, environ) is None
+    assert environ == {"TORCHINDUCTOR_COMPILE_THREADS": "8"}
