@@ -160,13 +160,20 @@ class ReportPlugin:
         self.run["exitstatus"] = int(session.exitstatus)  # the process's, whatever set it
         if self.config.option.collectonly:
             return
-        if self.report_path is not None:
-            self._write(self.report_path)
-        if self.html_path is not None:
-            self._write_html(self.html_path)
         summary = github.summary_path(self.github_mode, os.environ)
-        if summary is not None and self.results:
-            problem = github.append_summary(summary, self._markdown(self._document()))
+        if not self.results:
+            summary = None
+        if self.report_path is None and self.html_path is None and summary is None:
+            return
+        # One document and one Markdown rendering for every file that holds them.
+        doc = self._document()
+        text = self._markdown(doc) if self.report_path is not None or summary else ""
+        if self.report_path is not None:
+            self._write(self.report_path, doc, text)
+        if self.html_path is not None:
+            self._write_html(self.html_path, doc)
+        if summary is not None:
+            problem = github.append_summary(summary, text)
             if problem is not None:
                 self.messages.append((problem, {"red": True}))
 
@@ -180,21 +187,20 @@ class ReportPlugin:
     def _markdown(self, doc: dict[str, Any]) -> str:
         return markdown.render(doc, matrix_mod.build(self.results), self.comparison, self.nearest)
 
-    def _write(self, path: Path) -> None:
-        doc = self._document()
+    def _write(self, path: Path, doc: dict[str, Any], text: str) -> None:
         md_path = json_report.markdown_path(path)
         try:
             removed = json_report.write_atomically(path, json_report.dumps(doc))
-            removed += json_report.write_atomically(md_path, self._markdown(doc))
+            removed += json_report.write_atomically(md_path, text)
         except OSError as exc:
             self.messages.append((f"exportcheck report not written: {exc}", {"red": True}))
         else:
             note = stale_note(removed)
             self.messages.append((f"exportcheck report: {path} and {md_path.name}{note}", {}))
 
-    def _write_html(self, path: Path) -> None:
+    def _write_html(self, path: Path, doc: dict[str, Any]) -> None:
         try:
-            removed = html.write_page(path, self._document(), self.config.rootpath)
+            removed = html.write_page(path, doc, self.config.rootpath)
         except OSError as exc:
             self.messages.append((f"exportcheck HTML report not written: {exc}", {"red": True}))
         else:

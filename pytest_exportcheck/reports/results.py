@@ -14,7 +14,7 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pytest_exportcheck.items.gaps import GAPS_PROPERTY, from_property
 
@@ -35,6 +35,7 @@ PROPERTY_PREFIX = "exportcheck_"
 # Left by each call of the `exportcheck` fixture (api/check.py): that call's items.
 API_CALL_PROPERTY = "exportcheck_api_call"
 _MAX_MESSAGE = 500
+_N = TypeVar("_N", int, float)
 _MAX_TEXT = 8000  # a failure's text in the report: its findings, not a 50-kB graph
 
 
@@ -168,8 +169,17 @@ def _json_property(value: Any) -> Any:
 
 
 def _float(value: Any) -> float | None:
+    return _number(value, float)
+
+
+def _int(value: Any) -> int | None:
+    return _number(value, int)
+
+
+def _number(value: Any, kind: type[_N]) -> _N | None:
+    """A property's number, None where it has none (or not one)."""
     try:
-        return None if value is None else float(value)
+        return None if value is None else kind(value)
     except (TypeError, ValueError):
         return None
 
@@ -237,13 +247,6 @@ def where_line(text: str | None) -> str | None:
         if line.strip().startswith("where: "):
             return line.strip().removeprefix("where: ")
     return None
-
-
-def _int(value: Any) -> int | None:
-    try:
-        return None if value is None else int(value)
-    except (TypeError, ValueError):
-        return None
 
 
 def _gaps(value: Any) -> list[dict[str, str]] | None:
