@@ -189,8 +189,8 @@ class CheckItem(pytest.Item):
                     findings = self._check()
                 finally:
                     if errors.max_abs_err is not None:
-                        self._set_property("exportcheck_max_abs_err", errors.max_abs_err)
-                        self._set_property("exportcheck_tolerance", errors.tolerance)
+                        self.set_property("exportcheck_max_abs_err", errors.max_abs_err)
+                        self.set_property("exportcheck_tolerance", errors.tolerance)
         except NotRunnable as exc:
             _skip_here(exc.reason)
         except ExportCheckError as exc:
@@ -239,7 +239,7 @@ class CheckItem(pytest.Item):
             if self.check == "recorded":  # a capture that raises is an observation too
                 self._recorded_failure(exc)
             raise
-        self._set_property("exportcheck_capture_seconds", round(record.seconds, 4))
+        self.set_property("exportcheck_capture_seconds", round(record.seconds, 4))
         programs = self.config.pluginmanager.get_plugin("exportcheck-programs")
         if programs is not None and self.check != "moved":  # --exportcheck-save-programs
             programs.save(self.case, record, self.device)
@@ -274,7 +274,7 @@ class CheckItem(pytest.Item):
         from pytest_exportcheck.checks.recorded import record_or_compare
 
         store = self._session.recordings
-        return record_or_compare(store, self.case, self.capture, observation, self._set_property)
+        return record_or_compare(store, self.case, self.capture, observation, self.set_property)
 
     def teardown(self) -> None:
         self._session.release(self)
@@ -295,7 +295,7 @@ class CheckItem(pytest.Item):
         error = excinfo.value
         if not isinstance(error, (ExportCheckError, StageTimeout)):
             return super().repr_failure(excinfo, style=style)
-        self._set_property("exportcheck_stage", error.stage)
+        self.set_property("exportcheck_stage", error.stage)
         where = f"{self.case.location}: case {self.case.name}, {self.capture} on {self.device}"
         text = failure_text(error, where)
         if error.stage not in ("case", "eager", "internal"):  # what an xfail could expect
@@ -338,7 +338,7 @@ class CheckItem(pytest.Item):
         heading = f"graph excerpt ({self.capture}: the nodes named above and their users):"
         return f"\n\n{heading}\n{excerpt}"
 
-    def _set_property(self, name: str, value: object) -> None:
+    def set_property(self, name: str, value: object) -> None:
         """Set a junit property once (pytest may call runtest and repr_failure again)."""
         self.user_properties[:] = [p for p in self.user_properties if p[0] != name]
         self.user_properties.append((name, value))

@@ -34,7 +34,7 @@ def mark_if_first(item: Any) -> None:
     global _first_taken
     if not _first_taken:
         _first_taken = True
-        _put(item, FIRST_PROPERTY, True)
+        item.set_property(FIRST_PROPERTY, True)
 
 
 @contextmanager
@@ -45,7 +45,7 @@ def spent_building(item: Any) -> Iterator[None]:
         yield
     finally:
         seconds = time.perf_counter() - started
-        _put(item, BUILD_PROPERTY, round(_get(item, BUILD_PROPERTY, 0.0) + seconds, 4))
+        item.set_property(BUILD_PROPERTY, round(_get(item, BUILD_PROPERTY, 0.0) + seconds, 4))
 
 
 @contextmanager
@@ -57,13 +57,8 @@ def spent_capturing(item: Any, capture: str) -> Iterator[None]:
     finally:
         made = dict(_get(item, CAPTURED_PROPERTY, {}))
         made[capture] = round(made.get(capture, 0.0) + time.perf_counter() - started, 4)
-        _put(item, CAPTURED_PROPERTY, made)
+        item.set_property(CAPTURED_PROPERTY, made)
 
 
 def _get(item: Any, name: str, default: Any) -> Any:
     return next((value for key, value in item.user_properties if key == name), default)
-
-
-def _put(item: Any, name: str, value: object) -> None:
-    item.user_properties[:] = [p for p in item.user_properties if p[0] != name]
-    item.user_properties.append((name, value))
