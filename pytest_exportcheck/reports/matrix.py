@@ -37,7 +37,7 @@ CHECK_LETTERS: dict[str, str] = {
     "parity": "P",
     "shapes": "D",  # dynamic dims; S is signature's
     "moved": "V",
-    "mode": "E",  # M is mutation's, D shapes'; E for train/Eval
+    "mode": "N",  # M is mutation's; E is an error's symbol, never a check's; N for traiNing
     "recorded": "R",
     "consistency": "C",
     "lowered-inductor": "I",
@@ -101,7 +101,9 @@ def _check_key(check: str) -> tuple[int, str]:
 def check_letters(checks: list[str]) -> dict[str, str]:
     """A distinct letter per check: the usual one, else the first free letter of its name."""
     letters: dict[str, str] = {}
-    taken: set[str] = set()
+    # A cell's outcome symbols (F, E, X...) are never a column's letter: a header reading
+    # "E" over a column of "E"s would say error twice.
+    taken: set[str] = {symbol for symbol in SYMBOLS.values() if symbol.isupper()}
     for check in checks:
         candidates = [CHECK_LETTERS.get(check, ""), *check.upper(), *"ABCDEFGIJKLNOQTUWXYZ"]
         letter = next(c for c in candidates if c and c.isalpha() and c not in taken)

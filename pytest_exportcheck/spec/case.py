@@ -124,6 +124,11 @@ class ExpectSpec:
     mutation_steps: int = DEFAULT_MUTATION_STEPS
     accepted_differences: tuple[AcceptedDifference, ...] = ()
     consistency_line: int | None = None
+    # `expect.mode.switches`: the program must follow .train()/.eval() as eager does. Off by
+    # default: torch.export bakes the mode in, so no correct export switches (a train-mode
+    # program is exported as one on purpose), and a default check must be passable.
+    mode_switches: bool = False
+    mode_line: int | None = None
 
     def placeholders_for(self, capture: str) -> list[ExpectedPlaceholder] | None:
         if isinstance(self.placeholders, dict):

@@ -292,6 +292,8 @@ def _build_case(
                 if applies(a)
             ),
             consistency_line=_key_line(expect, "consistency"),
+            mode_switches=bool(expect.get("mode", {}).get("switches", False)),
+            mode_line=_key_line(expect, "mode"),
         ),
         xfails=tuple(_xfail(x, conditions.get(id(x))) for x in xfail_list if applies(x)),
         elsewhere=tuple(_elsewhere(u) for u in unmet_conditions(written)),

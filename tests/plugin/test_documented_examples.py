@@ -94,7 +94,7 @@ def test_the_readme_case_prints_the_failure_and_matrix_shown(pytester: pytest.Py
     (pytester.path / "cases").mkdir()
     (pytester.path / "cases" / "norm.yaml").write_text(case.body)
     result = pytester.runpytest("--exportcheck", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=7, failed=4)
+    result.assert_outcomes(passed=9, failed=2)
     for label in ("failure of cases/norm.yaml", "matrix of cases/norm.yaml"):
         shown = labelled(label)
         assert contains_in_order(result.stdout.lines, shown.body.splitlines()), (

@@ -45,7 +45,7 @@ MIXED_MATRIX = [
     "*= exportcheck matrix =*",
     "legend: . passed  g passed with gaps  F failed  E error  x xfailed  X xpassed  s skipped  - n/a  "
     "(blank: no such item)",
-    "checks: S signature  H hierarchy  M mutation  P parity  E mode  C consistency",
+    "checks: S signature  H hierarchy  M mutation  P parity  N mode  C consistency",
     "                 export  dynamo-legacy",
     "case             SHMPE   SHMPE          C",
     "cases/main.yaml",

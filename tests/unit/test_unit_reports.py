@@ -149,6 +149,13 @@ def test_check_letters_are_distinct_for_unknown_checks() -> None:
     }  # fmt: skip
 
 
+def test_no_check_letter_is_an_outcome_symbol() -> None:
+    # "mode" once read E, the error symbol; a check named after one falls to a free letter.
+    assert check_letters(["mode", "fixed", "export", "xla"]) == {
+        "mode": "N", "fixed": "I", "export": "P", "xla": "L",
+    }  # fmt: skip
+
+
 def test_the_text_matrix_groups_devices_and_shows_broken_cases() -> None:
     results = [
         result("a.yaml::m::signature[export-cpu]"),
