@@ -81,7 +81,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         metavar="SIZE",
         help="memory each process running items may ask for (e.g. 12GiB; 0: no limit); "
-        "default: the exportcheck_memory_limit ini option, else 90% of the machine's "
+        "default: the exportcheck_memory_limit ini option, else 90%% of the machine's "
         "(or its cgroup's) memory, for each process.",
     )
     group.addoption(
