@@ -28,6 +28,7 @@ import torch
 
 from pytest_exportcheck.capture.record import CaptureRecord
 from pytest_exportcheck.capture.symbolic import KeptDim
+from pytest_exportcheck.checks.narrowed import narrowed
 from pytest_exportcheck.checks.shape_runs import Sizes, inputs_at, programs_at, run_once
 from pytest_exportcheck.comparison.compare_values import Tolerance, compare_trees
 from pytest_exportcheck.containment.failures import Info, Note
@@ -128,10 +129,10 @@ def marker_verdicts(spec: DynamicSpec, kept: dict[Placement, KeptDim], capture: 
             # hint's max ([2, inf]); a program that accepts sizes above it is outside_range's.
             narrowed_high = marker.max is not None and high != "inf" and int(high) < marker.max
             if narrowed_low or narrowed_high:
-                findings.append(
-                    f"{what} is declared {marker.describe()}, but {capture} narrowed it to "
-                    f"[{low}, {high}]: the program refuses sizes the case allows"
-                )
+                head = f"{what} is declared {marker.describe()}, but {capture} narrowed it to "
+                head += f"[{low}, {high}]"  # a finding unless eager refuses the cut sizes too
+                declared = (want_low, marker.max)
+                findings.append(narrowed(head, placement.key(), declared, (low, high)))
                 continue
         findings.append(Note(f"note: {what} recorded as [{low}, {high}]"))
     return findings

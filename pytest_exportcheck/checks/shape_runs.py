@@ -1,7 +1,9 @@
 """Running the programs of a capture at a size: the shapes check's one way to run.
 
 Each program is made fresh (``Runnable.make``), run on a clone of the inputs under
-the case's seed, and reported as its output or the first line of its error.
+the case's seed, and reported as its output or the first line of its error. A program
+that cannot be made (``torch.export.save`` raised, say) is run at no size: its error
+is no refusal of one, and :func:`not_made` says it once, at its own step.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Any
 import torch
 
 from pytest_exportcheck.capture.record import CaptureRecord
-from pytest_exportcheck.containment.failures import exception_text
+from pytest_exportcheck.containment.failures import describe_exception, exception_text
 from pytest_exportcheck.model.build import BuildError, build_inputs
 from pytest_exportcheck.model.isolation import clone_tree, flat_inputs, seeded, to_device
 from pytest_exportcheck.spec import Case
@@ -35,19 +37,39 @@ def programs_with_state(
 ) -> list[tuple[str, Any, Any, list[str]]]:
     """``(label, output, error, buffers left non-finite)``: a train-mode BatchNorm run
     at batch 1 computes, and leaves ``running_var`` NaN (an unbiased variance of one
-    value), which every later call reads."""
+    value), which every later call reads. Programs that cannot be made are left out."""
     results = []
     for runnable in record.runnables():
         made: list[Any] = []
+        unmade: list[Exception] = []
 
-        def make(r: Any = runnable, into: list[Any] = made) -> Any:
-            call, module = r.make()
+        def make(r: Any = runnable, into: list[Any] = made, failed: list[Any] = unmade) -> Any:
+            try:
+                call, module = r.make()
+            except Exception as exc:
+                failed.append(exc)
+                raise
             into.append(module)
             return call
 
         out, error = run_once(make, inputs, seed)
-        results.append((runnable.label, out, error, nonfinite_buffers(made)))
+        if not unmade:
+            results.append((runnable.label, out, error, nonfinite_buffers(made)))
     return results
+
+
+def not_made(record: CaptureRecord) -> list[str]:
+    """A finding per program the case names that cannot be made (saving, loading,
+    decomposing or unflattening it raised), told as that step's failure: the sizes
+    run leave it out, since no size could run it."""
+    findings = []
+    for runnable in record.runnables():
+        try:
+            runnable.make()
+        except Exception as exc:
+            context = f"{runnable.label} could not be made, so no size ran it"
+            findings.append(describe_exception(exc, context=context))
+    return findings
 
 
 def nonfinite_buffers(made: list[Any]) -> list[str]:

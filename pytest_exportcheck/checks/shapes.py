@@ -26,6 +26,7 @@ import random
 
 from pytest_exportcheck.capture.record import CaptureRecord
 from pytest_exportcheck.capture.symbolic import KeptDim, kept_dims
+from pytest_exportcheck.checks.narrowed import REFUSES, Narrowed, narrowed, told
 from pytest_exportcheck.checks.shape_markers import (
     marker_examples,
     marker_ranges,
@@ -39,12 +40,14 @@ from pytest_exportcheck.checks.shape_runs import (
     built_sizes,
     grouped,
     inputs_at,
+    not_made,
     programs_at,
     programs_with_state,
     run_once,
     show_sizes,
 )
 from pytest_exportcheck.checks.signal import no_signal
+from pytest_exportcheck.checks.size_specs import refused, undeclared_bounds
 from pytest_exportcheck.checks.steps import compare_step, lifted_state
 from pytest_exportcheck.comparison.compare_values import Tolerance, compare_trees
 from pytest_exportcheck.containment.failures import Info, Note
@@ -63,11 +66,12 @@ def check_shapes(case: Case, record: CaptureRecord) -> list[str]:
     kept = kept_dims(record, spec)
     findings = declared_vs_recorded(spec, record, kept)
     findings += marker_verdicts(spec, kept, record.capture)
-    findings += record.programs_not_run()
+    findings += record.programs_not_run() + not_made(record)
     # Sizes are made from the case's tensor specs, or by a factory that takes ``dims``;
     # the Python API's caller gives inputs in one size.
     if not case.inputs or ("factory" in case.inputs and not factory_takes_dims(case)):
         why = "the input factory takes no dims argument" if case.inputs else "inputs given"
+        findings = [str(f) if isinstance(f, Narrowed) else f for f in findings]  # eager not asked
         return [*findings, Note(f"note: sizes not run: the inputs come in one size ({why})")]
     if "factory" in case.inputs:
         spec = dataclasses.replace(spec, example=built_sizes(spec, record))
@@ -75,7 +79,15 @@ def check_shapes(case: Case, record: CaptureRecord) -> list[str]:
     examples = marker_examples(spec, record.subject.pristine_inputs)
     ranges = marker_ranges(spec, kept, examples, sized="factory" not in case.inputs)
     sized = sizing_spec(spec, ranges, examples)
-    findings += across_sizes(case, record, sized)
+
+    def fits(sizes: Sizes) -> bool:
+        return _largest_input(case, sized, sizes) <= SIZE_ELEMENTS_CAP
+
+    # A narrowing is a finding where eager computes a size it cut off (``narrowed.py``).
+    findings = [
+        told(f, case, record, sized, fits) if isinstance(f, Narrowed) else f for f in findings
+    ]
+    findings += across_sizes(case, record, sized, undeclared_bounds(spec, kept, ranges))
     findings += stepped_at_another_size(case, record, sized)
     unbounded = {p.key() for p in spec.markers() if p.marker and p.marker.max is None}
     findings += outside_range(case, record, sized, skip=unbounded)
@@ -117,14 +129,14 @@ def declared_vs_recorded(
             continue
         if kept.range != (declared.min, declared.max):
             at = _narrowed_at(kept, low != declared.min, high != declared.max)
-            findings.append(
+            head = (
                 f"declared dim {what} is [{declared.min}, {declared.max}], but "
-                f"{record.capture} narrowed it to [{low}, {high}] ({source}){at}: "
-                + (
-                    "the program refuses sizes the case allows"
-                    if _is_program(record)
-                    else "the graph holds only for sizes in that range"
-                )
+                f"{record.capture} narrowed it to [{low}, {high}] ({source}){at}"
+            )
+            graph = "the graph holds only for sizes in that range"
+            tail = REFUSES if _is_program(record) else graph
+            findings.append(
+                narrowed(head, placement.dim, (declared.min, declared.max), (low, high), tail)
             )
     return findings
 
@@ -194,7 +206,11 @@ def _largest_input(case: Case, spec: DynamicSpec, sizes: Sizes) -> int:
     return largest
 
 
-def across_sizes(case: Case, record: CaptureRecord, spec: DynamicSpec) -> list[str]:
+def across_sizes(
+    case: Case, record: CaptureRecord, spec: DynamicSpec, undeclared: dict[str, str] | None = None
+) -> list[str]:
+    """Every program at each checked size against eager; ``undeclared``: the markers that
+    left a bound to torch (``size_specs.py``), so a refusal names the spec it breaks."""
     tolerance = Tolerance.of_case(case)
     findings: list[str] = []
     for label, sizes in checked_sizes(case, spec):
@@ -212,7 +228,7 @@ def across_sizes(case: Case, record: CaptureRecord, spec: DynamicSpec) -> list[s
             if eager_error is not None and error is None:
                 what = f"eager raised {eager_error}, but {PROGRAM} computed a result"
             elif eager_error is None and error is not None:
-                what = f"{PROGRAM} refused a size inside the declared range: {error}"
+                what = f"{PROGRAM} {refused(sizes, undeclared or {})}: {error}"
             elif eager_error is None:
                 problems = compare_trees(eager, got, tolerance=tolerance, names=("eager", program))
                 what = problems[0].replace(program, PROGRAM) if problems else None
