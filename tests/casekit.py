@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 import sys
 import textwrap
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -576,6 +579,37 @@ def write_cases(pytester: pytest.Pytester, text: str, name: str = "cases/main.ya
     path = pytester.path / name
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(text).lstrip())
+
+
+def saved_as_older(
+    pytester: pytest.Pytester, torch_version: str, *args: str
+) -> tuple[Path, pytest.RunResult]:
+    """Save the project's programs with this torch (``--exportcheck-save-programs=progs``),
+    then make them look saved by ``torch_version``: the folder and each ``about.json``
+    renamed, the files this torch's own. Returns the folder and the saving run."""
+    import torch
+
+    from pytest_exportcheck.saved_programs.store import minor_label, minor_of
+
+    saved = pytester.runpytest(
+        "--exportcheck", "-p", "no:cacheprovider", "--exportcheck-save-programs=progs", *args
+    )
+    assert saved.ret == 0, saved.stdout.str()
+    root = pytester.path / "progs"
+    older = root / f"torch-{minor_label(minor_of(torch_version))}"
+    shutil.move(root / f"torch-{minor_label(minor_of(torch.__version__))}", older)
+    for about in older.glob("*/*/about.json"):
+        text = json.loads(about.read_text())
+        about.write_text(json.dumps({**text, "torch": torch_version}))
+    return older, saved
+
+
+def load_older(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """The ``loaded`` items of what :func:`saved_as_older` left in ``progs``."""
+    return pytester.runpytest(
+        "--exportcheck", "-p", "no:cacheprovider", "--exportcheck-load-programs=progs",
+        "-k", "loaded", *args,
+    )  # fmt: skip
 
 
 MLP_CASE = """

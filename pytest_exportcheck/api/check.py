@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_exportcheck.api.results import ExportCheckFailed, InvalidCase, Report
+from pytest_exportcheck.items.gaps import strict_source
 from pytest_exportcheck.reports.results import API_CALL_PROPERTY
 
 if TYPE_CHECKING:
@@ -64,6 +65,7 @@ def check_model(
     xfail: Mapping[str, Any] | Iterable[Mapping[str, Any]] | None = None,
     dynamic: Mapping[str, Any] | None = None,
     lower: Iterable[str] | str | None = None,
+    strict_gaps: bool = False,
 ) -> Report:
     """Capture ``model`` and run every applicable check, as a YAML case with these keys would.
 
@@ -77,15 +79,19 @@ def check_model(
     an item it covers that fails as expected is ``xfailed``, one that passes
     fails (strict, as in YAML); ``dynamic`` is the YAML ``dynamic:`` (its ``shapes``
     paths name ``args``/``kwargs`` as given here); ``lower`` is the YAML ``lower:``
-    (``["aoti", "inductor"]``: each an item ``lowered[aoti-export-cpu]``). Returns
-    the :class:`Report`; raises :class:`ExportCheckFailed` if any item failed and
-    :class:`InvalidCase` if the arguments are invalid.
+    (``["aoti", "inductor"]``: each an item ``lowered[aoti-export-cpu]``);
+    ``strict_gaps=True`` fails an item that passed with gaps (what its check did not
+    verify, and why), naming them, as ``--exportcheck-strict-gaps`` does. Returns
+    the :class:`Report` (``str()`` of it lists each item, and each gap under its pass);
+    raises :class:`ExportCheckFailed` if any item failed and :class:`InvalidCase` if
+    the arguments are invalid.
     """
     __tracebackhide__ = True
     return _check(
         model, args, kwargs, captures=captures, checks=checks, expect=expect, devices=devices,
         seed=seed, loss_output=loss_output, name=name, timeout=timeout, xfail=xfail,
         dynamic=dynamic, lower=lower, timeout_source="the timeout argument",
+        strict_gaps=_strict(strict_gaps),
     )  # fmt: skip
 
 
@@ -93,7 +99,8 @@ def fixture_checker(config: Any, node: Any = None) -> Callable[..., Report]:
     """What the ``exportcheck`` fixture returns: :func:`check_model` as a test uses it.
 
     Three differences, all to behave like the plugin's own items: the time limit
-    defaults to the run's ``--exportcheck-timeout`` / ``exportcheck_timeout``;
+    defaults to the run's ``--exportcheck-timeout`` / ``exportcheck_timeout``, and
+    ``strict_gaps`` to the run's ``--exportcheck-strict-gaps`` / ``exportcheck_strict_gaps``;
     a call of which nothing ran (every item skipped, e.g. no GPU here) skips
     the test naming why, rather than passing having checked nothing; and each
     call's items are left on the test's report (``node.user_properties``), so
@@ -105,6 +112,7 @@ def fixture_checker(config: Any, node: Any = None) -> Callable[..., Report]:
         run_timeout = max(0.0, float(text))
     except (TypeError, ValueError):
         run_timeout = 0.0
+    run_strict = strict_source(config)
 
     def exportcheck(
         model: torch.nn.Module,
@@ -116,6 +124,8 @@ def fixture_checker(config: Any, node: Any = None) -> Callable[..., Report]:
         if options.get("timeout") is None:
             options["timeout"] = run_timeout or None
             options["timeout_source"] = "exportcheck_timeout"
+        strict = options.pop("strict_gaps", None)
+        options["strict_gaps"] = run_strict if strict is None else _strict(strict)
         try:
             report = _check(model, args, kwargs, **options)
         except ExportCheckFailed as failed:
@@ -138,12 +148,20 @@ def _leave_on(node: Any, report: Report) -> None:
         node.user_properties.append((API_CALL_PROPERTY, json.dumps(report.to_json())))
 
 
+def _strict(strict_gaps: bool) -> str | None:
+    """The setting a strict gap's finding names, or None (gaps do not fail)."""
+    if not isinstance(strict_gaps, bool):
+        raise TypeError(f"strict_gaps must be True or False, not {type(strict_gaps).__name__}")
+    return "strict_gaps=True" if strict_gaps else None
+
+
 def _check(
     model: torch.nn.Module,
     args: tuple[Any, ...] | list[Any],
     kwargs: Mapping[str, Any] | None,
     *,
     timeout_source: str = "the timeout argument",
+    strict_gaps: str | None = None,
     **options: Any,
 ) -> Report:
     __tracebackhide__ = True
@@ -167,8 +185,9 @@ def _check(
     inputs = (tuple(args), dict(kwargs or {}))
     explicit_moved = "moved" in _names(options.get("checks") or ())
     run = GivenRun(
-        case, model, inputs, devices, case.timeout, timeout_source, report_cpu_moved=explicit_moved
-    )
+        case, model, inputs, devices, case.timeout, timeout_source,
+        report_cpu_moved=explicit_moved, strict_gaps=strict_gaps,
+    )  # fmt: skip
     report = Report(case, tuple(run.run()))
     if report.failed:
         raise ExportCheckFailed(report)

@@ -70,8 +70,12 @@ class GivenRun(CaseRun):
         timeout_source: str,
         *,
         report_cpu_moved: bool = False,
+        strict_gaps: str | None = None,
     ) -> None:
-        super().__init__(case, devices, timeout, timeout_source, report_cpu_moved=report_cpu_moved)
+        super().__init__(
+            case, devices, timeout, timeout_source, report_cpu_moved=report_cpu_moved,
+            strict_gaps=strict_gaps,
+        )  # fmt: skip
         self.model = model
         self.inputs = inputs
 

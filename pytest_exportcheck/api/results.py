@@ -11,6 +11,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from pytest_exportcheck.items.gaps import Gap
 from pytest_exportcheck.spec.errors import SpecError
 
 if TYPE_CHECKING:
@@ -43,8 +44,20 @@ class ItemResult:
     max_abs_err: float | None = None
     # Where it failed or xfailed: the [stage] its message starts with (an xfail's `stage:`).
     stage: str = ""
-    # On a pass: what its check did not verify, as {check, what, why} (gaps.py).
+    # On a pass: what its check did not verify, as {check, what, why} (gaps.py); under
+    # strict gaps such an item fails instead, naming them.
     gaps: tuple[dict[str, str], ...] = ()
+
+    @property
+    def gap_texts(self) -> list[str]:
+        """Each gap as the terminal prints it: ``what: why``."""
+        return [gap_text(gap) for gap in self.gaps]
+
+
+def gap_text(gap: dict[str, str]) -> str:
+    """``what: why``, as every surface of the plugin reads a gap (items/gaps.py)."""
+    found = Gap.from_json(gap)
+    return found.text() if found is not None else str(gap)
 
 
 @dataclass(frozen=True)
@@ -94,10 +107,15 @@ class Report:
         raise KeyError(f"no item {name!r}; items: {', '.join(i.name for i in self.items)}")
 
     def __str__(self) -> str:
+        """One line an item, as the terminal's matrix tells it: a pass with gaps says
+        how many, and each gap follows on a line of its own, as ``what: why``."""
         lines = [f"exportcheck {self.case.name} ({self.case.location}):"]
         for item in self.items:
             detail = item.headline or (item.message.splitlines() or [""])[0]
+            if item.gaps:
+                detail = f"with {len(item.gaps)} gap(s): what the check did not verify"
             lines.append(f"  {item.outcome:8} {item.name}" + (f"  {detail}" if detail else ""))
+            lines += [f"    - {gap_text(gap)}" for gap in item.gaps]
         return "\n".join(lines)
 
 

@@ -9,11 +9,9 @@ The graph signature names every lifted input; the program holds the tensors::
 
 from __future__ import annotations
 
-import logging
-import tempfile
 import time
 from functools import cached_property
-from typing import IO, Any
+from typing import Any
 
 import torch
 
@@ -34,9 +32,9 @@ from pytest_exportcheck.capture.record import (
     forward_defaults,
     tensor_at,
 )
-from pytest_exportcheck.capture.torch_logs import kept_torch_logs, logged_lines
 from pytest_exportcheck.containment.failures import describe_exception
 from pytest_exportcheck.model.isolation import held_tensors, private_copy, quiet_torch_internals
+from pytest_exportcheck.model.program_files import saved_and_loaded  # chains.py reads it here
 from pytest_exportcheck.model.resharing import ShareKeeper
 from pytest_exportcheck.model.subject import Subject
 from pytest_exportcheck.spec.compat import parameters_to_mutate
@@ -72,29 +70,6 @@ def capture_export(subject: Subject, capture: str, *, strict: bool) -> ProgramRe
         captured_model=model,
         program=program,
     )
-
-
-def archive_file() -> IO[bytes]:
-    """Where a program is saved to be loaded again: an unnamed temporary file, not a
-    ``BytesIO``. The archive holds every weight once more; in a file, that copy is
-    the page cache's, not the worker's (AlexNet: 244 MB off the item's peak), and
-    the file is gone when closed, even if the worker dies."""
-    return tempfile.TemporaryFile(prefix="exportcheck-", suffix=".pt2")
-
-
-class SerializationError(Exception):
-    """``torch.export.save`` or ``torch.export.load`` raised: the program cannot ship."""
-
-
-def serialization_error(
-    exc: Exception, context: str, logged: list[logging.LogRecord]
-) -> SerializationError:
-    """The error, and the warnings torch logged during the call (the reason, at times)."""
-    message = describe_exception(exc, context=context)
-    lines = logged_lines(logged)
-    if lines:
-        message += "\ntorch logged meanwhile:\n" + "\n".join(f"  {line}" for line in lines)
-    return SerializationError(message)
 
 
 class ProgramRecord(CaptureRecord):
@@ -143,10 +118,7 @@ class ProgramRecord(CaptureRecord):
         if label == "decomposed":
             return torch.export.unflatten(private_copy(self.decomposed))
         if label == "saved and loaded":
-            with archive_file() as buffer, quiet_torch_internals(), kept_torch_logs():
-                torch.export.save(self.copies.saving(self.program), buffer)
-                buffer.seek(0)
-                return torch.export.unflatten(torch.export.load(buffer))
+            return torch.export.unflatten(saved_and_loaded(self.copies.saving(self.program)))
         return self.fresh_unflattened()
 
     def fresh_loaded(self) -> torch.nn.Module:
@@ -218,27 +190,6 @@ def decomposed(program: torch.export.ExportedProgram) -> torch.export.ExportedPr
         raise DecompositionError(
             describe_exception(exc, context="run_decompositions() raised")
         ) from exc
-
-
-def saved_and_loaded(program: torch.export.ExportedProgram) -> torch.export.ExportedProgram:
-    """``torch.export.load(<torch.export.save(program)>)``.
-
-    torch's log records during save and load reach no handler while torch runs (a
-    handler that raises would raise into torch) and explain its failures ("Please
-    check the warnings above"): see torch_logs.py.
-    """
-    with archive_file() as buffer:
-        try:
-            with quiet_torch_internals(), kept_torch_logs() as logged:
-                torch.export.save(program, buffer)
-        except Exception as exc:
-            raise serialization_error(exc, "torch.export.save raised", logged) from exc
-        buffer.seek(0)
-        try:
-            with quiet_torch_internals(), kept_torch_logs() as logged:
-                return torch.export.load(buffer)
-        except Exception as exc:
-            raise serialization_error(exc, "torch.export.load raised", logged) from exc
 
 
 def normalize_signature(

@@ -9,7 +9,8 @@ steps; its outputs are compared with what eager gave on the saving torch and wit
 this torch's eager on the same inputs (where this torch builds the same weights:
 else with the saved outputs only, and a note says so). It is then loaded once more
 in a fresh interpreter (``lowering/fresh_process.py``). A load or call that raises
-is a failure at ``[load]`` or ``[run]`` naming both torch versions.
+is a failure at ``[load]`` or ``[run]`` naming both torch versions (a load's with
+what torch logged meanwhile: ``model/program_files.py``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pytest_exportcheck.containment.failures import Info, Note, describe_excepti
 from pytest_exportcheck.lowering.fresh_process import run_in_fresh_process
 from pytest_exportcheck.lowering.target import LoweringError, raising_at
 from pytest_exportcheck.model.isolation import clone_tree, quiet_torch_internals
+from pytest_exportcheck.model.program_files import load_program
 from pytest_exportcheck.model.runs import Step
 from pytest_exportcheck.model.subject import Subject
 from pytest_exportcheck.saved_programs.store import SavedProgram
@@ -39,7 +41,7 @@ def check_loaded(case: Case, subject: Subject, saved: SavedProgram) -> list[str]
     what = f"the program torch {by} saved ({saved.program})"
     loading = f"torch {here} loading {what} with torch.export.load().module()"
     with raising_at("load", loading), quiet_torch_internals():
-        module = torch.export.load(str(saved.program)).module()
+        module = load_program(saved.program).module()
     inputs, saved_outputs = _saved_values(saved, subject, by)
     steps = len(saved_outputs)
     different = _first_different_state(subject.model_copy(), module)  # before it runs

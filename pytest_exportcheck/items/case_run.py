@@ -30,7 +30,7 @@ from pytest_exportcheck.containment.failures import (
 from pytest_exportcheck.containment.item_guards import item_guards
 from pytest_exportcheck.containment.stages import StageTimeout, stage
 from pytest_exportcheck.containment.user_exits import user_exit_error
-from pytest_exportcheck.items.gaps import gaps_of
+from pytest_exportcheck.items.gaps import gaps_of, strict_findings
 from pytest_exportcheck.items.item_names import consistency_name, item_name
 from pytest_exportcheck.items.item_run import (
     NotRunnable,
@@ -65,8 +65,12 @@ class CaseRun:
         timeout_source: str,
         *,
         report_cpu_moved: bool = False,
+        strict_gaps: str | None = None,
     ) -> None:
         self.case = case
+        # Which setting makes a gap fail its item, as --exportcheck-strict-gaps does
+        # (gaps.py); None: a pass carries its gaps.
+        self.strict_gaps = strict_gaps
         # The YAML collector makes no `moved` item off accelerators; a caller who
         # named `moved` explicitly is told why it did not run instead.
         self.report_cpu_moved = report_cpu_moved
@@ -141,7 +145,11 @@ class CaseRun:
                     max_abs_err = errors.max_abs_err
             if any(not isinstance(f, Note) for f in findings):
                 raise CheckFailure(check, findings)
-            gaps = tuple(gap.to_json() for gap in gaps_of(check, findings))
+            found = gaps_of(check, findings)
+            if found and self.strict_gaps is not None:
+                # Raised here, so that an xfail of the check covers it as any finding.
+                raise CheckFailure(check, strict_findings(found, self.strict_gaps))
+            gaps = tuple(gap.to_json() for gap in found)
         except NotRunnable as skip:
             return result("skipped", skip.reason)
         except ExportCheckError as error:

@@ -36,7 +36,7 @@ from typing import Any
 
 import torch
 
-from pytest_exportcheck.model.isolation import quiet_torch_internals
+from pytest_exportcheck.model.program_files import SerializationError, save_program
 
 CACHE_NAME = "exportcheck-lowering"  # under pytest's cache: config.cache.mkdir(CACHE_NAME)
 INDUCTOR_CACHE_VARIABLE = "TORCHINDUCTOR_CACHE_DIR"
@@ -54,9 +54,8 @@ class PackageCache:
         self.root.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=self.root) as archive:
             try:
-                with quiet_torch_internals():
-                    torch.export.save(program, archive)
-            except Exception:  # parity's saved-and-loaded program reports why
+                save_program(program, archive)
+            except SerializationError:  # parity's saved-and-loaded program reports why
                 return None
             archive.seek(0)
             return _digest(archive, options)

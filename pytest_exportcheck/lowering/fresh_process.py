@@ -13,7 +13,10 @@ with eager's.
 Two loaders: ``aoti`` (``torch._inductor.aoti_load_package``) and ``saved``
 (``torch.export.load(path).module()``). The child is given the inputs through
 ``torch.save`` (loaded with ``weights_only=False``: they are this run's own inputs)
-and writes ``{"outputs": [...]}`` or ``{"error": "<stage>: <message>"}``.
+and writes ``{"outputs": [...]}`` or ``{"error": "<stage>: <message>"}``, the message
+with the warnings torch logged in the child (kept by a handler there: ``load``
+raises "Please check the warnings above", and the warning names what it could not
+resolve).
 """
 
 from __future__ import annotations
@@ -21,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -34,14 +36,43 @@ from pytest_exportcheck.lowering.fork_server import ForkServer, can_fork
 
 # Run by the child: torch, the case's load_imports, the artifact and the inputs.
 CHILD = """
-import importlib, importlib.util, json, random, sys, traceback
+import importlib, importlib.util, json, logging, random, sys, traceback, types
 import torch
 
-loader, package, inputs_file, result_file, steps, seed, imports, threads = sys.argv[1:9]
+loader, package, inputs_file, result_file, steps, seed, imports, threads, named = sys.argv[1:10]
 torch.set_num_threads(int(threads))  # the parent's: another reduces in another order
+
+# torch's warnings, each with the exceptions it carries, root cause first: load raises
+# "Please check the warnings above", and the warning holds the reason (the custom op
+# it could not resolve, the pytree type not registered here). Read where every record
+# meets its handlers: torch's loggers do not propagate ("torch.export" has its own).
+kept_lines = []
+call_handlers = logging.Logger.callHandlers
+
+def keep(logger, record):
+    if record.levelno >= logging.WARNING and record.name.split(".")[0] == "torch":
+        try:
+            message = record.getMessage()
+        except Exception:  # torch's own malformed records (two %s, one argument)
+            message = str(record.msg) + " " + repr(record.args)
+        kept_lines.append(record.levelname + " " + record.name + ": " + message)
+        chain, exc = [], record.exc_info[1] if record.exc_info else None
+        while exc is not None and len(chain) < 5:
+            chain.append(exc)
+            exc = exc.__cause__ or exc.__context__
+        for exc in reversed(chain):
+            first = (str(exc).strip().splitlines() or ["(no message)"])[0]
+            kept_lines.append("  " + type(exc).__name__ + ": " + first)
+    call_handlers(logger, record)
+
+logging.Logger.callHandlers = keep
 
 def fail(stage, prefix=""):
     error = "".join(traceback.format_exception_only(*sys.exc_info()[:2])).strip()
+    if kept_lines:
+        error += "\\ntorch logged meanwhile:" + "".join(
+            "\\n  " + (line if len(line) <= 300 else line[:299] + "…") for line in kept_lines
+        )
     torch.save({"error": stage + ": " + prefix + error}, result_file)
     sys.exit(0)
 
@@ -53,6 +84,19 @@ for name in json.loads(imports):
             spec = importlib.util.spec_from_file_location("_exportcheck_" + file[:-3], name)
             module = importlib.util.module_from_spec(spec)
             sys.modules[spec.name] = module
+            # Also under the names the checking process gave the file: what it pickled
+            # (a dataclass example input, an output type) names the module so.
+            for alias in json.loads(named).get(name, []):
+                sys.modules[alias] = module
+                parent, _, child = alias.rpartition(".")
+                while parent:
+                    try:
+                        importlib.import_module(parent)
+                    except ImportError:  # a package of the checking process's own making
+                        sys.modules[parent] = types.ModuleType(parent)
+                        sys.modules[parent].__path__ = []
+                    setattr(sys.modules[parent], child, sys.modules[parent + "." + child])
+                    parent, _, child = parent.rpartition(".")
             spec.loader.exec_module(module)
         else:
             importlib.import_module(name)
@@ -81,9 +125,6 @@ for _ in range(int(steps)):
     outputs.append((leaves, str(spec)))
 torch.save({"outputs": outputs}, result_file)
 """
-
-# "W1127 08:27:51.139000 24868 torch/export/__init__.py:348] NotImplementedError: ..."
-LOGGED_EXCEPTION = re.compile(r"^[A-Z]\d{4} [^\]]*\] (\w+(?:Error|Exception): .*)$", re.MULTILINE)
 
 # What a kept result holds: each call's output leaves and its structure as text.
 FORMAT = "leaves-and-spec"
@@ -127,14 +168,15 @@ def run_in_fresh_process(
     inputs_file, result_file = directory / "inputs.pt", directory / "fresh-result.pt"
     torch.save(inputs, inputs_file)
     imported = json.dumps(list(imports))
+    named = json.dumps(names_here(imports))
     # An imported file's text is part of what the result depends on, as its name is.
-    how = [FORMAT, str(steps), str(seed), imported]
+    how = [FORMAT, str(steps), str(seed), imported, named]
     how += [Path(name).read_text() for name in imports if name.endswith(".py")]
     kept_file = _kept_result(package, inputs_file, "\n".join(how)) if kept else None
     if kept_file is not None and kept_file.is_file():
         return _read(kept_file, from_cache=True)
     argv = [loader, str(package), str(inputs_file), str(result_file), str(steps), str(seed)]
-    argv += [imported, str(torch.get_num_threads())]
+    argv += [imported, str(torch.get_num_threads()), named]
     returncode, printed = _fresh_python(argv, directory / "fresh-output.txt")
     if returncode is None:
         return FreshRun(None, "run", f"no result after {CHILD_SECONDS} s")
@@ -142,9 +184,6 @@ def run_in_fresh_process(
         last = (printed.strip().splitlines() or [f"exit status {returncode}"])[-1]
         return FreshRun(None, "load", f"the process ended without a result: {last}")
     run = _read(result_file, from_cache=False)
-    cause = _logged_cause(printed)
-    if run.error is not None and cause and cause not in run.error:
-        run.error += f"\n(torch logged: {cause})"
     if kept_file is not None:
         partial = kept_file.with_name(f"{kept_file.name}.{os.getpid()}.partial")
         kept = (
@@ -182,11 +221,23 @@ _SERVER: ForkServer | None = None
 TORCH_LOADERS = ("torch._export.serde.serialize", "torch.export._unlift", "torch.fx.graph_module")
 
 
-def _logged_cause(stderr: str) -> str | None:
-    """The last exception line torch logged: ``torch.export.load`` logs why it failed
-    (an unregistered pytree type) and raises a generic error."""
-    causes = LOGGED_EXCEPTION.findall(stderr)
-    return causes[-1].strip() if causes else None
+def names_here(imports: tuple[str, ...]) -> dict[str, list[str]]:
+    """Each imported ``.py`` file's module names in this process: the plugin imports a
+    model file under a name of its own (``model/targets.py``), and what this process
+    pickles into a program (its example inputs) names that module."""
+    files = {Path(name).resolve(): name for name in imports if name.endswith(".py")}
+    named: dict[str, list[str]] = {}
+    for module_name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if not file or not file.endswith(".py"):
+            continue
+        try:
+            path = Path(file).resolve()
+        except OSError:
+            continue
+        if path in files:
+            named.setdefault(files[path], []).append(module_name)
+    return {name: sorted(found) for name, found in named.items()}
 
 
 def _kept_result(package: Path, inputs_file: Path, how: str) -> Path:

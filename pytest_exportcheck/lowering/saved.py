@@ -7,7 +7,8 @@ fresh interpreter (``fresh_process.py``), which has not imported the model's cod
 an output type registered only in the saving process, or a custom op its library
 defines, makes the file fail to load there (huggingface/transformers#27871). In
 this process the loaded module's parameters and buffers are its own, so its
-state is compared after every call.
+state is compared after every call. Saved and loaded through ``program_files.py``:
+a failure quotes what torch logged meanwhile.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import torch
 
 from pytest_exportcheck.lowering import artifact_cache
 from pytest_exportcheck.lowering.target import Lowered, raising_at, timed
+from pytest_exportcheck.model.program_files import load_program, save_program
 
 
 class Saved:
@@ -29,7 +31,7 @@ class Saved:
     def lower(self, program: torch.export.ExportedProgram, directory: Path) -> Lowered:
         path = directory / "program.pt2"
         with raising_at("lower", "torch.export.save"):
-            _, saving = timed(lambda: torch.export.save(program, str(path)))
+            _, saving = timed(lambda: save_program(program, path))
         # Kept in the run's cache under its bytes' digest, so that what a fresh process
         # gave for it is kept beside it and a later run need not start one again.
         cache = artifact_cache.packages()
@@ -37,7 +39,7 @@ class Saved:
             key = cache.key_of_saved(path, target=self.name)
             path = cache.get(key) or cache.put(key, path)
         with raising_at("load", "torch.export.load(path).module()"):
-            module, loading = timed(lambda: torch.export.load(str(path)).module())
+            module, loading = timed(lambda: load_program(path).module())
         return Lowered(
             call=module,
             state=module,

@@ -14,6 +14,7 @@ import torch
 
 from pytest_exportcheck.containment.crashes import doing
 from pytest_exportcheck.containment.failures import CheckFailure, ExportCheckError, exception_text
+from pytest_exportcheck.model.program_files import SerializationError
 
 # Inductor draws random numbers with a generator of its own (philox), so a forward
 # that draws (dropout in training mode) gives other numbers than eager for the same
@@ -88,19 +89,24 @@ class LoweringError(CheckFailure):
 @contextmanager
 def raising_at(stage: str, what: str) -> Iterator[None]:
     """An exception in the block is a :class:`LoweringError` at ``stage``, saying ``what``
-    raised and torch's first lines (the rest is on the exception's chain). The live
+    raised and torch's first lines (the rest is on the exception's chain), and for a
+    save or load what torch logged meanwhile (``program_files.py``). The live
     progress line shows ``stage`` meanwhile: a compile can take minutes."""
     try:
         with doing(stage):
             yield
     except Exception as exc:
-        first = _plain(exception_text(exc)).splitlines()
+        # A save or load that raised: torch's error, and what torch logged meanwhile.
+        told = exc.logged if isinstance(exc, SerializationError) else ""
+        error = exc.__cause__ if told and isinstance(exc.__cause__, Exception) else exc
+        first = _plain(exception_text(error)).splitlines()
         shown = "\n".join(first[:6]) + ("\n..." if len(first) > 6 else "")
-        root = _root_cause(exc)
-        if root is not exc:  # ONNX's ConversionError: its own text is advice, the cause is below
+        root = _root_cause(error)
+        if root is not error:  # ONNX's ConversionError: its own text is advice, the cause is below
             cause = (_plain(exception_text(root)).splitlines() or [""])[0]
             shown += f"\ncaused by {type(root).__name__}: {cause}"
-        raise LoweringError(stage, f"{what} raised {type(exc).__name__}: {shown}") from exc
+        message = f"{what} raised {type(error).__name__}: {shown}{told}"
+        raise LoweringError(stage, message) from exc
 
 
 def _root_cause(exc: BaseException) -> BaseException:

@@ -125,12 +125,14 @@ def save_program(
     """Write one saved program under ``root/torch-<this minor>``; return its folder."""
     import torch
 
+    from pytest_exportcheck.model import program_files
+
     folder = root / f"torch-{minor_label(minor_of(torch.__version__))}" / case
     folder = folder / f"{capture}-{device}"
     folder.parent.mkdir(parents=True, exist_ok=True)
     writing = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.writing-"))
     try:
-        torch.export.save(program, str(writing / PROGRAM))
+        program_files.save_program(program, writing / PROGRAM)
         values = {"format": FORMAT, "inputs": flat(inputs), "outputs": [flat(o) for o in outputs]}
         torch.save(values, writing / VALUES)
         about = {"format": FORMAT, "torch": torch.__version__, **about}

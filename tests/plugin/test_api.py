@@ -204,3 +204,46 @@ def test_an_xfail_that_passes_fails_the_call(project: pytest.Pytester) -> None:
     result = project.runpytest("-p", "no:randomly")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*[[]XPASS(strict)[]] stale*"])
+
+
+def test_a_pass_with_gaps_shows_them_and_strict_gaps_fails_it(project: pytest.Pytester) -> None:
+    # Counter mutates a buffer in forward: hierarchy passes with a gap (its submodule
+    # is not run alone). str(report) says so, as the terminal does; strict_gaps=True,
+    # or the run's --exportcheck-strict-gaps through the fixture, fails the item.
+    write_test(
+        project,
+        """
+        def check(exportcheck, **options):
+            return exportcheck(model("Counter"), args=(torch.randn(2, 4),), checks=["hierarchy"],
+                               **options)
+
+        def test_shown(exportcheck):
+            report = check(exportcheck)
+            (item,) = report.items
+            assert item.outcome == "passed" and item.gaps, item
+            text = str(report)
+            assert f"passed   hierarchy[export-cpu]  with {len(item.gaps)} gap(s)" in text, text
+            for gap in item.gap_texts:
+                assert f"\\n    - {gap}" in text, text
+            assert "submodules not run alone: forward mutates state" in text, text
+
+        def test_strict(exportcheck):
+            check(exportcheck, strict_gaps=True)
+
+        def test_run_strict(exportcheck):
+            check(exportcheck)
+
+        def test_run_strict_turned_off(exportcheck):
+            check(exportcheck, strict_gaps=False)
+        """,
+    )
+    result = project.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*- not verified (strict_gaps=True): submodules not run alone: forward mutates state*"]
+    )
+    strict = project.runpytest("-p", "no:cacheprovider", "--exportcheck-strict-gaps", "-k", "run")
+    strict.assert_outcomes(passed=1, failed=1)
+    strict.stdout.fnmatch_lines(
+        ["*- not verified (--exportcheck-strict-gaps): submodules not run alone: *"]
+    )

@@ -4,11 +4,15 @@
 - every case, and every fragment of one, in README.md and docs/ passes the case loader
   (a fragment inside a small case that gives it the inputs it names);
 - every option and ini key the pages name exists;
-- every Python block compiles; every other YAML block is YAML;
+- every Python block runs: a test module's tests pass under pytest, a conftest's hooks
+  run in a pytest run under xdist (``-n 2``), anything else runs as a script;
+  every other YAML block is YAML;
 - every page of docs/ is in the site's navigation, and the README stays a first screen.
 
 An example may be a sketch (``{...}`` standing for what it leaves out): it says so
-in an HTML comment above it, ``<!-- example: sketch -->``, and is parsed only.
+in an HTML comment above it, ``<!-- example: sketch -->``, and is parsed only. A
+Python example that imports a module of the reader's own says so the same way,
+``<!-- example: needs my_models -->``, and runs with an empty stand-in for it.
 """
 
 from __future__ import annotations
@@ -119,17 +123,57 @@ def test_a_documented_case_passes_the_loader(block: Block, tmp_path: Path) -> No
     assert not errors, f"{block}: {errors}"
 
 
-def test_every_other_yaml_block_is_yaml_and_every_python_block_compiles() -> None:
+def test_every_other_yaml_block_is_yaml() -> None:
     checked = 0
     for block in blocks():
-        if block.lang == "python":
-            compile(block.body, str(block), "exec")
-        elif block.lang == "yaml" and block not in case_blocks():
+        if block.lang == "yaml" and block not in case_blocks():
             yaml.safe_load(block.body)
-        else:
-            continue
-        checked += 1
-    assert checked >= 4  # the workflows, the API's examples
+            checked += 1
+    assert checked >= 2  # the workflows
+
+
+# Examples that fail today for a reason being fixed elsewhere: each one visible here,
+# strict (it fails the suite once it passes, so that the mark goes).
+PENDING = {
+    "docs/python-api.md": "mode check: train-mode export fails until the mode fix lands",
+}
+
+
+def python_blocks() -> list[object]:
+    found = [b for b in blocks() if b.lang == "python"]
+    assert {str(b.page.relative_to(ROOT)) for b in found} >= {"docs/python-api.md"}
+    return [
+        pytest.param(b, marks=pytest.mark.xfail(strict=True, reason=PENDING[page]))
+        if (page := str(b.page.relative_to(ROOT))) in PENDING
+        else b
+        for b in found
+    ]
+
+
+@pytest.mark.parametrize("block", python_blocks(), ids=str)
+def test_every_python_example_runs(block: Block, pytester: pytest.Pytester) -> None:
+    assert block.label != "sketch", f"{block}: a Python example runs; write it whole"
+    needs = (block.label or "").removeprefix("needs ").split() if block.label else []
+    for module in needs:  # the reader's own modules: an empty stand-in each
+        (pytester.path / f"{module}.py").write_text("")
+    pytester.syspathinsert()
+    if re.search(r"^def test_", block.body, re.M):
+        (pytester.path / "test_example.py").write_text(block.body)
+        result = pytester.runpytest("-p", "no:cacheprovider", "test_example.py")
+        tests = len(re.findall(r"^def test_", block.body, re.M))
+        assert result.ret == 0 and result.parseoutcomes() == {"passed": tests}, (
+            f"{block}:\n" + "\n".join(result.outlines)
+        )
+    elif re.search(r"^def pytest_", block.body, re.M):
+        (pytester.path / "conftest.py").write_text(block.body)
+        # Each stand-in the hooks import is there in the worker that runs a test.
+        imported = " and ".join(f"{m!r} in sys.modules" for m in needs) or "True"
+        test = f"import sys\n\ndef test_hooks_ran():\n    assert {imported}\n"
+        (pytester.path / "test_example.py").write_text(test)
+        result = pytester.runpytest("-p", "no:cacheprovider", "-n", "2", "test_example.py")
+        assert result.ret == 0, f"{block}:\n" + "\n".join(result.outlines)
+    else:
+        exec(compile(block.body, str(block), "exec"), {"__name__": "__example__"})
 
 
 class _Options:

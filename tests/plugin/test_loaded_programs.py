@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from casekit import MLP_CASE, write_cases
+from casekit import MLP_CASE, load_older, saved_as_older, write_cases
 
 from pytest_exportcheck.saved_programs.store import minor_label, minor_of
 
@@ -36,24 +36,11 @@ cases:
 def _save_as(project: pytest.Pytester, case: str, torch_version: str) -> Path:
     """Save ``case``'s programs with this torch, then make them look saved by ``torch_version``."""
     write_cases(project, case)
-    saved = project.runpytest(
-        "--exportcheck", "-p", "no:cacheprovider", "--exportcheck-save-programs=progs"
-    )
-    assert saved.ret == 0
-    root = project.path / "progs"
-    older = root / f"torch-{minor_label(minor_of(torch_version))}"
-    shutil.move(root / f"torch-{THIS}", older)
-    for about in older.glob("*/*/about.json"):
-        text = json.loads(about.read_text())
-        about.write_text(json.dumps({**text, "torch": torch_version}))
-    return older
+    return saved_as_older(project, torch_version)[0]
 
 
 def _load(project: pytest.Pytester, *extra: str) -> pytest.RunResult:
-    return project.runpytest(
-        "--exportcheck", "-p", "no:cacheprovider", "--exportcheck-load-programs=progs",
-        "-k", "loaded", *extra,
-    )  # fmt: skip
+    return load_older(project, *extra)
 
 
 def test_a_program_an_older_torch_saved_loads_runs_and_agrees(project: pytest.Pytester) -> None:

@@ -30,6 +30,16 @@ class Detections:
 torch.export.register_dataclass(Detections, serialized_type_name="fresh_test.Detections")
 
 
+@torch.library.custom_op("fresh_test::twice", mutates_args=())
+def twice(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+
+@twice.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
 class BoxHead(nn.Module):
     def __init__(self):
         super().__init__()
@@ -38,6 +48,15 @@ class BoxHead(nn.Module):
     def forward(self, x):
         h = self.body(x)
         return Detections(boxes=h, scores=h.sum(-1))
+
+
+class Doubled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(8, 4)
+
+    def forward(self, x):
+        return torch.ops.fresh_test.twice(self.body(x))
 """
 
 BOX_HEAD = """
@@ -48,33 +67,55 @@ cases:
     inputs: {args: [{shape: [3, 8]}]}
     checks: [parity]
     lower: [saved]
+  custom_op:
+    description: a custom op, defined where the model is
+    model: {target: detections.py:Doubled}
+    inputs: {args: [{shape: [3, 8]}]}
+    checks: [parity]
+    lower: [saved]
 """
 
 
-def test_a_saved_program_whose_output_type_the_fresh_process_lacks_fails_there(
+def test_a_saved_program_whose_output_type_or_op_the_fresh_process_lacks_fails_naming_it(
     project: pytest.Pytester,
 ) -> None:
     # For real, in a subprocess (a registration is for the life of a process): the
-    # program saves and loads where its type is registered, not in a python that
-    # imports torch only; with the model file in load_imports it loads and agrees.
+    # program saves and loads where its type and op are registered, not in a python
+    # that imports torch only; load raises "check the warnings above", and the finding
+    # quotes the warning torch logged there, which names the type or op. With the
+    # model file in load_imports it loads and agrees.
     (project.path / "cases" / "detections.py").write_text(DETECTIONS)
     write_cases(project, BOX_HEAD)
     result = project.runpytest_subprocess("--exportcheck", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=1, failed=1)
+    result.assert_outcomes(passed=2, failed=2)
+    loading = [
+        "- [[]load[]] lowered to saved, loaded in a fresh process (torch only): loading it "
+        "raised, where this process did not:",
+        "  RuntimeError: We ran into an error when deserializing the saved file.*",
+        "  torch logged meanwhile:",
+        "    WARNING torch.export: Ran into the following error when deserializing",
+    ]
     result.stdout.fnmatch_lines(
         [
-            "- [[]load[]] lowered to saved, loaded in a fresh process (torch only): loading it "
-            "raised, where this process did not:",
-            "  RuntimeError: We ran into an error when deserializing the saved file.*",
-            "  (torch logged: NotImplementedError: Deserializing fresh_test.Detections in pytree "
-            "is not registered.)",
+            *loading,
+            "      NotImplementedError: Deserializing fresh_test.Detections in pytree is not "
+            "registered.",
+            "*name that in the case's load_imports)",
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            *loading,
+            "      SerializeError: We failed to resolve torch.ops.fresh_test.twice.default to an "
+            "operator.*",
             "*name that in the case's load_imports)",
         ]
     )
 
-    write_cases(project, BOX_HEAD + "    load_imports: [detections.py]\n")
+    imported = "    lower: [saved]\n    load_imports: [detections.py]\n"
+    write_cases(project, BOX_HEAD.replace("    lower: [saved]\n", imported))
     again = project.runpytest_subprocess("--exportcheck", "-p", "no:cacheprovider", "-v")
-    again.assert_outcomes(passed=2)
+    again.assert_outcomes(passed=4)
     again.stdout.fnmatch_lines(["*box_head::lowered[[]saved-export-cpu[]] PASSED*"])
 
 

@@ -9,7 +9,7 @@ deep copy, a ``ModuleDict`` key with a comma is a name ``load`` cannot split.
 from __future__ import annotations
 
 import pytest
-from casekit import write_cases
+from casekit import load_older, saved_as_older, write_cases
 
 SAVED_MODELS = '''
 import dataclasses
@@ -61,27 +61,34 @@ class CommaKey(nn.Module):
 '''
 
 
-def cases(project: pytest.Pytester, model: str, inputs: str) -> None:
+def cases(project: pytest.Pytester, model: str, inputs: str, *more: str) -> None:
+    """One case ``saved``; ``more``: further keys of it, one a line."""
     (project.path / "cases" / "saved_models.py").write_text(SAVED_MODELS)
+    keys = "".join(f"    {key}\n" for key in more)
     write_cases(
         project,
-        f"""
-        cases:
-          saved:
-            description: a model whose program is saved and loaded
-            model: {{target: saved_models.py:{model}}}
-            inputs: {inputs}
-            checks: [parity]
-        """,
+        "cases:\n  saved:\n    description: a model whose program is saved and loaded\n"
+        f"    model: {{target: saved_models.py:{model}}}\n    inputs: {inputs}\n"
+        f"    checks: [parity]\n{keys}",
     )
 
 
-def test_a_dataclass_input_loads_under_pytests_log_capture(project: pytest.Pytester) -> None:
+def test_a_dataclass_input_loads_under_pytests_log_capture_on_every_path(
+    project: pytest.Pytester,
+) -> None:
     # torch.export.load logs "... of type %s after initial failure: %s" with one
-    # argument; pytest's LogCaptureHandler re-raises the formatting error into load.
-    cases(project, "TakesPair", "{factory: saved_models.py:make_pair}")
-    result = project.runpytest("--exportcheck", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=1)
+    # argument; pytest's LogCaptureHandler (on: no -p no:logging) re-raises the
+    # formatting error into load. Every load runs here: parity's saved-and-loaded
+    # program, lowered[saved] (and its fresh process), the program saved for a later
+    # torch, and the loaded[...] item that loads it again.
+    lowered = ["lower: [saved]", "load_imports: [saved_models.py]"]
+    cases(project, "TakesPair", "{factory: saved_models.py:make_pair}", *lowered)
+    _, result = saved_as_older(project, "2.1.0", "-v")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*saved::lowered[[]saved-export-cpu[]] PASSED*"])
+    loaded = load_older(project, "-v")
+    loaded.assert_outcomes(passed=1)
+    loaded.stdout.fnmatch_lines(["*saved::loaded[[]2.1-export-cpu[]] PASSED*"])
 
 
 def test_a_forward_argument_named_input_is_saved(project: pytest.Pytester) -> None:
@@ -94,15 +101,23 @@ def test_a_forward_argument_named_input_is_saved(project: pytest.Pytester) -> No
 
 def test_what_torch_logs_while_load_fails_is_in_the_finding(project: pytest.Pytester) -> None:
     # A true failure of torch's: load cannot split the module path "heads.a,b". Its
-    # exception says only "check the warnings above"; the warning holds the reason.
-    cases(project, "CommaKey", "{args: [{shape: [2, 4]}]}")
-    result = project.runpytest("--exportcheck", "-p", "no:logging")
-    result.assert_outcomes(failed=1)
+    # exception says only "check the warnings above"; the warning holds the reason,
+    # for parity's saved-and-loaded program and lowered[saved] alike.
+    cases(project, "CommaKey", "{args: [{shape: [2, 4]}]}", "lower: [saved]")
+    result = project.runpytest("--exportcheck", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=2)
+    logged = [
+        "*torch logged meanwhile:*",
+        "*WARNING torch.export: Ran into the following error when deserializing*",
+        "*AssertionError: expected metadata_split to return 3 parts, got 5*",
+    ]
+    result.stdout.fnmatch_lines(
+        ["*saved and loaded raised: SerializationError: torch.export.load raised: *", *logged]
+    )
     result.stdout.fnmatch_lines(
         [
-            "*saved and loaded raised: SerializationError: torch.export.load raised: *",
-            "*torch logged meanwhile:*",
-            "*WARNING torch.export: Ran into the following error when deserializing*",
-            "*AssertionError: expected metadata_split to return 3 parts, got 5*",
+            "[[]load[]] torch.export.load(path).module() raised RuntimeError: We ran into an "
+            "error when deserializing the saved file. Please check the warnings above*",
+            *logged,
         ]
     )

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pytest_exportcheck.capture.torch_logs import kept_torch_logs, logged_lines
+from pytest_exportcheck.model.torch_logs import kept_torch_logs, logged_lines
 
 
 class RaisingHandler(logging.Handler):
