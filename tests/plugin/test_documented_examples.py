@@ -132,22 +132,10 @@ def test_every_other_yaml_block_is_yaml() -> None:
     assert checked >= 2  # the workflows
 
 
-# Examples that fail today for a reason being fixed elsewhere: each one visible here,
-# strict (it fails the suite once it passes, so that the mark goes).
-PENDING = {
-    "docs/python-api.md": "mode check: train-mode export fails until the mode fix lands",
-}
-
-
-def python_blocks() -> list[object]:
+def python_blocks() -> list[Block]:
     found = [b for b in blocks() if b.lang == "python"]
     assert {str(b.page.relative_to(ROOT)) for b in found} >= {"docs/python-api.md"}
-    return [
-        pytest.param(b, marks=pytest.mark.xfail(strict=True, reason=PENDING[page]))
-        if (page := str(b.page.relative_to(ROOT))) in PENDING
-        else b
-        for b in found
-    ]
+    return found
 
 
 @pytest.mark.parametrize("block", python_blocks(), ids=str)
