@@ -165,7 +165,8 @@ def _against_this_eager(
     try:
         eager = subject.run(subject.model_copy(), clone_tree(inputs), steps=steps, eager=True)
     except Exception as exc:
-        return [Note(describe_exception(exc, context="this torch's eager raised on them"))]
+        context = "this torch's eager not compared: it raised on the saved inputs"
+        return [Note(describe_exception(exc, context=context))]
     for index, (want, got) in enumerate(zip(eager, runs, strict=True), start=1):
         problems = compare_trees(
             want.output, got.output, tolerance=tolerance, root=f"call {index}/{steps}: output",

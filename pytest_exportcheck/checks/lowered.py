@@ -25,7 +25,7 @@ from torch.utils import _pytree as pytree
 from pytest_exportcheck.capture.export import ProgramRecord
 from pytest_exportcheck.capture.record import CaptureRecord
 from pytest_exportcheck.checks.lowered_sizes import lowered_across_sizes
-from pytest_exportcheck.checks.signal import no_signal
+from pytest_exportcheck.checks.signal import not_judged, output_signal
 from pytest_exportcheck.checks.steps import compare_step, fp64_output, lifted_state
 from pytest_exportcheck.comparison.compare_values import Tolerance, compare_trees
 from pytest_exportcheck.containment.failures import Info, Note
@@ -84,14 +84,10 @@ def check_lowered(case: Case, record: CaptureRecord, target: Target) -> list[str
         if problems:
             findings = [f"after call {index}/{steps}: {p}" for p in problems]
             break
-    why = no_signal(eager_steps[0].output, tolerance)
+    why, told = output_signal(record, eager_steps[0].output, tolerance)
     if why and not findings:  # parity fails the case's own program as vacuous (signal.py)
-        findings.append(
-            Note(
-                f"outputs not judged: no output of eager carries signal ({why}), so a wrong "
-                f"program {label} would agree with it as well"
-            )
-        )
+        findings.append(not_judged(why, f"program {label}"))
+    findings += told  # constant outputs whose shape, compared, carries the signal
     findings += at_sizes
     if fresh is not None:
         where = f"{label}, loaded in a fresh process ({_imported(case)})"

@@ -9,9 +9,11 @@ the lowered program must compute what eager computes, and above each named dim's
 max (below its min where the min is over 2: torch enforces no lower bound of 0-2
 at run time) it must refuse: a result there is a finding, whatever its values.
 
-Named dims only: a marker (``Dim.AUTO``, ``DYNAMIC``) has the range torch chose,
-which ``shapes`` reads from the capture; here such a case says its markers were
-not run. Each size is a fresh call of the same lowered program, after the stepped
+The sizes are the ones ``shapes`` runs (``size_plan``): an input factory that takes
+``dims`` is asked for them, and a marker (``Dim.AUTO``, ``DYNAMIC``) torch kept
+dynamic is run across the range the capture recorded, or the case's; outside it
+only where the case gave the marker a max (else the range is torch's to choose).
+Each size is a fresh call of the same lowered program, after the stepped
 comparison: its state has been stepped, which outputs of a stateless program do
 not see, and a stateful one's are judged at the example size only (said).
 """
@@ -22,8 +24,10 @@ from collections.abc import Callable
 from typing import Any
 
 from pytest_exportcheck.capture.record import CaptureRecord
+from pytest_exportcheck.capture.symbolic import kept_dims
 from pytest_exportcheck.checks.shape_runs import inputs_at, run_once, show_sizes
 from pytest_exportcheck.checks.shapes import checked_sizes
+from pytest_exportcheck.checks.size_plan import one_size, size_plan
 from pytest_exportcheck.comparison.compare_values import Tolerance, compare_trees
 from pytest_exportcheck.containment.failures import Note
 from pytest_exportcheck.model.build import BuildError
@@ -34,16 +38,16 @@ def lowered_across_sizes(
     case: Case, record: CaptureRecord, call: Callable[..., Any], label: str, stateful: bool
 ) -> list[str]:
     """Findings of ``call`` (the program ``label``) at the case's checked sizes and outside."""
-    spec = case.dynamic
-    if spec is None:
+    if case.dynamic is None:
         return []
-    if not case.inputs or "factory" in case.inputs:
-        return [Note(f"sizes not run for the program {label}: the inputs come in one size")]
+    why = one_size(case)
+    if why is not None:
+        return [Note(f"sizes not run for the program {label}: the inputs come in one size ({why})")]
     if stateful:
         return [Note(f"sizes not run for the program {label}: its state changes each call")]
+    plan = size_plan(case, record, kept_dims(record, case.dynamic))
+    spec = plan.sized
     findings: list[str] = []
-    if spec.markers():
-        findings.append(Note(f"markers not run for the program {label}: named dims only"))
     tolerance = Tolerance.of_case(case)
     device = record.subject.device
     example = {name: spec.example.get(name, dim.min) for name, dim in spec.named.items()}
@@ -73,6 +77,8 @@ def lowered_across_sizes(
             problems = compare_trees(eager, got, tolerance=tolerance, names=("eager", label))
             findings += [f"{where}: {problem}" for problem in problems[:1]]
     for name, dim in spec.named.items():
+        if name in plan.unbounded:
+            continue  # a marker the case gave no max: its range is torch's to choose
         tries = [(dim.max + 1, f"above {name}'s max {dim.max}")]
         if dim.min > 2:
             tries.append((dim.min - 1, f"below {name}'s min {dim.min}"))

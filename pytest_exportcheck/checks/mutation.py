@@ -27,7 +27,7 @@ import torch
 from pytest_exportcheck.capture.record import CaptureRecord, DecompositionError, Mutations
 from pytest_exportcheck.checks.steps import compare_step, lifted_state
 from pytest_exportcheck.comparison.compare_values import Tolerance
-from pytest_exportcheck.containment.failures import Note, describe_exception
+from pytest_exportcheck.containment.failures import Info, describe_exception
 from pytest_exportcheck.model.isolation import module_state
 from pytest_exportcheck.spec import Case
 
@@ -55,7 +55,7 @@ def _unchanged_updates(case: Case, record: CaptureRecord, recorded: Mutations | 
     ``self.buf.zero_()`` on a zero buffer, or a running statistic fed inputs
     that keep it where it is: a program that dropped the update would pass the
     stepped runs. Where the capture's records name the mutation, they are the
-    evidence (a note says the values were not); where it keeps no records (the
+    evidence that it is kept (context, not a gap); where it keeps no records (the
     Dynamo paths), nothing shows the update is in the program: vacuous.
     """
     subject = record.subject
@@ -78,8 +78,8 @@ def _unchanged_updates(case: Case, record: CaptureRecord, recorded: Mutations | 
         f"eager's update of {', '.join(unchanged)} leaves the values as they were over "
         f"{len(steps)} step(s), so the stepped runs cannot tell a program that drops it"
     )
-    if recorded is not None:
-        return [Note(f"note: {what}; {recorded.source} records the mutation")]
+    if recorded is not None:  # the records show it kept; the stepped runs, its values
+        return [Info(f"note: {what}; {recorded.source} records the mutation, so it is kept")]
     return [
         f"vacuous: {what}, and {record.capture} keeps no mutation records. Give inputs "
         "(or parameters: `model.init: fan_in`) for which the update changes the state"

@@ -33,8 +33,7 @@ from torch.utils import _pytree as pytree
 from pytest_exportcheck.capture.joint import JointRecord
 from pytest_exportcheck.capture.record import CaptureRecord
 from pytest_exportcheck.checks.localize import first_divergence
-from pytest_exportcheck.checks.signal import loose_atol, no_signal, shape_signal, signal_inside
-from pytest_exportcheck.checks.sized import free_dims, sized_leaves
+from pytest_exportcheck.checks.signal import loose_atol, output_signal, signal_inside
 from pytest_exportcheck.checks.steps import fp64_output
 from pytest_exportcheck.comparison.compare_values import Tolerance, compare_trees
 from pytest_exportcheck.containment.crashes import doing
@@ -53,14 +52,10 @@ def check_parity(case: Case, record: CaptureRecord) -> list[str]:
     except Exception as exc:
         return [describe_exception(exc, context="eager raised")]
     output = eager_steps[0].output
-    sized = sized_leaves(record, output)
-    why = no_signal(output, tolerance, sized)
-    if why and sized:  # a static shape may still follow the inputs: one more program asked
-        sized = free_dims(subject, output, sized)
-        why = no_signal(output, tolerance, sized)
+    why, told = output_signal(record, output, tolerance)
     # Outputs that cannot tell a wrong program from a right one: the submodules must.
     findings: list[str] = signal_inside(record, tolerance, why) if why else []
-    findings += shape_signal(output, tolerance, sized) + loose_atol(output, tolerance)
+    findings += told + loose_atol(output, tolerance)
     diverged: list[str] = []  # labels of the programs whose outputs differ
     for runnable in record.runnables():
         label = runnable.label

@@ -5,15 +5,17 @@ one, or makes the dim static. The rule, per torch's own semantics
 (``torch/export/dynamic_shapes.py``: AUTO "automatic inference of shape (static or
 dynamic)", DYNAMIC "will error out if specialized"):
 
-    auto      static, or a narrowed range: a note (torch may choose), except a dim
-              made static at an example size of 0 or 1 (torch's 0/1 specialization:
-              the example chose it, not the model) that eager computes at another
-              size and a program refuses: a finding
+    auto      static: run at the next size, a note (torch may choose) where eager
+              computes it and a program refuses, except a dim made static at an
+              example size of 0 or 1 (torch's 0/1 specialization: the example chose
+              it, not the model): a finding; a narrowed range: a note
     dynamic   static: a finding; a range narrower than the case's min/max: a finding;
               narrowed where the case gave no range: a note
     both      run at other sizes like a named dim: inside the case's range or the
               recorded one (an unbounded max tried at twice the example), and
-              outside the case's range where it gave one
+              outside the case's range where it gave one; the range recorded, where
+              sizes ran inside it, and a static dim eager refuses to vary too, are
+              context (``Info``), not gaps
 
 For that a dynamic marker becomes, for the size checks, a named dim keyed by its
 name (``{dynamic: {name: rows}}``) or its place (``args[0] dim 0``).
@@ -35,7 +37,7 @@ from pytest_exportcheck.containment.failures import Info, Note
 from pytest_exportcheck.model.build import BuildError
 from pytest_exportcheck.model.isolation import flat_inputs
 from pytest_exportcheck.spec import Case
-from pytest_exportcheck.spec.dynamic import DynamicSpec, NamedDim, Placement
+from pytest_exportcheck.spec.dynamic import DynamicSpec, Marker, NamedDim, Placement
 
 
 def marker_examples(spec: DynamicSpec, inputs: tuple[Any, dict[str, Any]]) -> dict[str, int]:
@@ -50,19 +52,18 @@ def marker_examples(spec: DynamicSpec, inputs: tuple[Any, dict[str, Any]]) -> di
 
 
 def marker_ranges(
-    spec: DynamicSpec, kept: dict[Placement, KeptDim], examples: dict[str, int], sized: bool
+    spec: DynamicSpec, kept: dict[Placement, KeptDim], examples: dict[str, int]
 ) -> dict[str, NamedDim]:
     """The range each marker is run across: the case's min/max where given, else what
     the capture recorded (an unbounded max: twice the example). Markers torch kept
-    static, ``static`` itself, and (``sized`` False: a factory's inputs) unnamed markers
-    are left at their example size."""
+    static, and ``static`` itself, are left at their example size."""
     ranges: dict[str, NamedDim] = {}
     for placement in spec.markers():
         marker, dim, key = placement.marker, kept.get(placement), placement.key()
         assert marker is not None
         if placement.dim == "static" or dim is None or dim.kind != "symbolic" or key in ranges:
             continue
-        if key not in examples or (not sized and marker.name is None):
+        if key not in examples:
             continue
         example = examples[key]
         low, high = dim.range if dim.range is not None else (example, "inf")
@@ -114,8 +115,8 @@ def marker_verdicts(spec: DynamicSpec, kept: dict[Placement, KeptDim], capture: 
                     f"{what} was specialized to {dim.size}: {capture} made it static, but "
                     "Dim.DYNAMIC demands a dynamic dim"
                 )
-            else:
-                findings.append(Note(f"note: {what} was made static: {dim.size}"))
+            else:  # torch may: the next size says whether eager takes more (specialized_markers)
+                findings.append(Info(f"note: {what} was made static at {dim.size}"))
             continue
         if dim.kind != "symbolic" or dim.range is None:
             continue
@@ -134,8 +135,24 @@ def marker_verdicts(spec: DynamicSpec, kept: dict[Placement, KeptDim], capture: 
                 declared = (want_low, marker.max)
                 findings.append(narrowed(head, placement.key(), declared, (low, high)))
                 continue
-        findings.append(Note(f"note: {what} recorded as [{low}, {high}]"))
+        findings.append(_recorded(what, marker, low, high, capture))
     return findings
+
+
+def _recorded(what: str, marker: Marker, low: Any, high: Any, capture: str) -> Note:
+    """The range torch recorded for a marker it kept dynamic. Sizes are run inside it
+    (or inside the case's min/max, where given: :func:`marker_ranges`), so it is context,
+    except where torch narrowed a marker the case gave no range: the sizes it cut off
+    are never run, and the marker lets torch cut them."""
+    recorded = f"note: {what} recorded as [{low}, {high}]"
+    own_range = marker.min is not None or marker.max is not None
+    # Torch records a marker's lower bound as 2 (0/1 specialization) and no upper one.
+    if own_range or ((not isinstance(low, int) or low <= 2) and high == "inf"):
+        return Info(recorded)
+    return Note(
+        f"{recorded}: {capture} narrowed it, as {marker.describe()} lets it do, and the "
+        "sizes outside were not run (give the marker a min and max to have them run)"
+    )
 
 
 def specialized_sizes(
@@ -191,15 +208,14 @@ def specialized_markers(
     eager computes it and a program refuses, the dim the user expected to vary does not."""
     findings: list[str] = []
     for placement, other, sized in specialized_sizes(spec, kept, examples):
-        if "factory" in case.inputs and (placement.marker is None or not placement.marker.name):
-            continue  # a factory cannot be asked for an unnamed marker's size
         roots = {n: sized.example.get(n, d.min) for n, d in sized.named.items()}
         roots[placement.key()] = other
         inputs = inputs_at(case, sized, roots, record.subject.device)
+        what = f"{placement.label()} ({placement.describe()})"
         if isinstance(inputs, BuildError):
+            findings.append(Note(f"note: {what} not run at {other}: {inputs}"))
             continue
         eager, eager_error = run_once(lambda: record.subject.model_copy(), inputs, case.seed)
-        what = f"{placement.label()} ({placement.describe()})"
         if eager_error is not None:
             # Verified, not a gap: the model itself admits no other size there.
             findings.append(Info(f"note: {what} is static; eager refuses {other} too"))

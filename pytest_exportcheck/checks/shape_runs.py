@@ -4,6 +4,11 @@ Each program is made fresh (``Runnable.make``), run on a clone of the inputs und
 the case's seed, and reported as its output or the first line of its error. A program
 that cannot be made (``torch.export.save`` raised, say) is run at no size: its error
 is no refusal of one, and :func:`not_made` says it once, at its own step.
+
+An input factory is asked for the named dims' sizes (``dims=``); an unnamed marker
+has no name it could be asked by, so its tensor is cut from the factory's (its first
+``n`` along the dim) or grown by repeating it along the dim: the factory's own values,
+so what the model reads there (ids, masks) stays in the range it made.
 """
 
 from __future__ import annotations
@@ -12,11 +17,18 @@ import dataclasses
 from typing import Any
 
 import torch
+from torch.utils import _pytree as pytree
 
 from pytest_exportcheck.capture.record import CaptureRecord
 from pytest_exportcheck.containment.failures import describe_exception, exception_text
 from pytest_exportcheck.model.build import BuildError, build_inputs
-from pytest_exportcheck.model.isolation import clone_tree, flat_inputs, seeded, to_device
+from pytest_exportcheck.model.isolation import (
+    clone_tree,
+    flat_inputs,
+    render_input_path,
+    seeded,
+    to_device,
+)
 from pytest_exportcheck.spec import Case
 from pytest_exportcheck.spec.dynamic import DynamicSpec, resized_inputs
 
@@ -100,9 +112,49 @@ def inputs_at(case: Case, spec: DynamicSpec, sizes: Sizes, device: str) -> Any:
     try:
         with seeded(case.seed):
             args, kwargs = build_inputs(resized)
+        if "factory" in case.inputs:
+            args, kwargs = _unnamed_markers_at(spec, sizes, (args, kwargs))
     except BuildError as exc:
         return exc
     return to_device((args, kwargs), device)
+
+
+def _unnamed_markers_at(spec: DynamicSpec, sizes: Sizes, inputs: Any) -> Any:
+    """A factory's ``inputs`` with each unnamed marker in ``sizes`` cut or repeated to
+    its size (a factory cannot be asked for it: it has no name)."""
+    wanted: dict[str, dict[int, int]] = {}
+    for placement in spec.placements:
+        if placement.by_place() and placement.key() in sizes:
+            wanted.setdefault(placement.path, {})[placement.index] = sizes[placement.key()]
+    if not wanted:
+        return inputs
+
+    def resize(path: Any, value: Any) -> Any:
+        at = render_input_path(path)
+        if at not in wanted or not isinstance(value, torch.Tensor):
+            return value
+        for index, size in wanted[at].items():
+            value = _along(value, index, size, at)
+        return value
+
+    try:
+        return pytree.tree_map_with_path(resize, inputs)
+    except ValueError as exc:  # a pytree node registered without key paths
+        raise BuildError(f"the factory's inputs have no paths to size a marker by: {exc}") from exc
+
+
+def _along(tensor: torch.Tensor, index: int, size: int, path: str) -> torch.Tensor:
+    """``tensor`` with ``size`` entries along dim ``index``: its first ones, repeated."""
+    if index >= tensor.dim():
+        raise BuildError(f"{path} has {tensor.dim()} dimension(s) in the factory's inputs")
+    have = tensor.shape[index]
+    if have == size:
+        return tensor
+    if have == 0:
+        raise BuildError(f"{path} dim {index} is empty in the factory's inputs: nothing to repeat")
+    picks = torch.arange(size, device=tensor.device) % have
+    resized = tensor.detach().index_select(index, picks)
+    return resized.requires_grad_(tensor.requires_grad)
 
 
 def run_once(make: Any, inputs: Any, seed: int) -> tuple[Any, str | None]:

@@ -21,23 +21,15 @@ program computes is one too.
 
 from __future__ import annotations
 
-import dataclasses
 import random
 
 from pytest_exportcheck.capture.record import CaptureRecord
 from pytest_exportcheck.capture.symbolic import KeptDim, kept_dims
 from pytest_exportcheck.checks.narrowed import REFUSES, Narrowed, narrowed, told
-from pytest_exportcheck.checks.shape_markers import (
-    marker_examples,
-    marker_ranges,
-    marker_verdicts,
-    sizing_spec,
-    specialized_markers,
-)
+from pytest_exportcheck.checks.shape_markers import marker_verdicts, specialized_markers
 from pytest_exportcheck.checks.shape_runs import (
     PROGRAM,
     Sizes,
-    built_sizes,
     grouped,
     inputs_at,
     not_made,
@@ -46,12 +38,14 @@ from pytest_exportcheck.checks.shape_runs import (
     run_once,
     show_sizes,
 )
-from pytest_exportcheck.checks.signal import no_signal
+from pytest_exportcheck.checks.signal import no_signal, not_judged
+from pytest_exportcheck.checks.size_plan import one_size, size_plan
 from pytest_exportcheck.checks.size_specs import refused, undeclared_bounds
+from pytest_exportcheck.checks.sized import sized_leaves
 from pytest_exportcheck.checks.steps import compare_step, lifted_state
 from pytest_exportcheck.comparison.compare_values import Tolerance, compare_trees
 from pytest_exportcheck.containment.failures import Info, Note
-from pytest_exportcheck.model.build import BuildError, factory_takes_dims
+from pytest_exportcheck.model.build import BuildError
 from pytest_exportcheck.spec import Case
 from pytest_exportcheck.spec.dynamic import DynamicSpec, Placement, resized_inputs, tensor_paths
 
@@ -67,31 +61,24 @@ def check_shapes(case: Case, record: CaptureRecord) -> list[str]:
     findings = declared_vs_recorded(spec, record, kept)
     findings += marker_verdicts(spec, kept, record.capture)
     findings += record.programs_not_run() + not_made(record)
-    # Sizes are made from the case's tensor specs, or by a factory that takes ``dims``;
-    # the Python API's caller gives inputs in one size.
-    if not case.inputs or ("factory" in case.inputs and not factory_takes_dims(case)):
-        why = "the input factory takes no dims argument" if case.inputs else "inputs given"
+    why = one_size(case)  # the Python API's caller gives inputs in one size
+    if why is not None:
         findings = [str(f) if isinstance(f, Narrowed) else f for f in findings]  # eager not asked
         return [*findings, Note(f"note: sizes not run: the inputs come in one size ({why})")]
-    if "factory" in case.inputs:
-        spec = dataclasses.replace(spec, example=built_sizes(spec, record))
-    # Markers torch kept dynamic are run across sizes as named dims are.
-    examples = marker_examples(spec, record.subject.pristine_inputs)
-    ranges = marker_ranges(spec, kept, examples, sized="factory" not in case.inputs)
-    sized = sizing_spec(spec, ranges, examples)
+    plan = size_plan(case, record, kept)  # markers torch kept dynamic run as named dims
 
     def fits(sizes: Sizes) -> bool:
-        return _largest_input(case, sized, sizes) <= SIZE_ELEMENTS_CAP
+        return _largest_input(case, plan.sized, sizes) <= SIZE_ELEMENTS_CAP
 
     # A narrowing is a finding where eager computes a size it cut off (``narrowed.py``).
     findings = [
-        told(f, case, record, sized, fits) if isinstance(f, Narrowed) else f for f in findings
+        told(f, case, record, plan.sized, fits) if isinstance(f, Narrowed) else f for f in findings
     ]
-    findings += across_sizes(case, record, sized, undeclared_bounds(spec, kept, ranges))
-    findings += stepped_at_another_size(case, record, sized)
-    unbounded = {p.key() for p in spec.markers() if p.marker and p.marker.max is None}
-    findings += outside_range(case, record, sized, skip=unbounded)
-    findings += specialized_markers(case, record, spec, kept, examples)
+    undeclared = undeclared_bounds(plan.spec, kept, plan.ranges)
+    findings += across_sizes(case, record, plan.sized, undeclared)
+    findings += stepped_at_another_size(case, record, plan.sized)
+    findings += outside_range(case, record, plan.sized, skip=set(plan.unbounded))
+    findings += specialized_markers(case, record, plan.spec, kept, plan.examples)
     return findings
 
 
@@ -220,8 +207,9 @@ def across_sizes(
             findings.append(f"{where}: the inputs cannot be made at this size: {inputs}")
             continue
         eager, eager_error = run_once(lambda: record.subject.model_copy(), inputs, case.seed)
-        if eager_error is None and no_signal(eager, tolerance):
-            findings.append(Note(f"note: {where}: no eager output carries signal"))
+        why = no_signal(eager, tolerance, sized_leaves(record, eager)) if not eager_error else None
+        if why:
+            findings.append(not_judged(why, "program", where))
         found: dict[str, list[str]] = {}  # what went wrong (PROGRAM for the program) -> programs
         for program, got, error in programs_at(record, inputs, case.seed):
             what = None

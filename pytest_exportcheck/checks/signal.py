@@ -19,9 +19,11 @@ against them, one that returns ``-out`` or ``1000 * out`` too. Two remedies:
 A constant leaf the program builds from sizes alone (``sized.py``: zeros of
 ``x.item()`` rows) carries signal in its shape where the program computes that
 shape (a symbolic dim): a wrong size fails the shape comparison, so it is not
-vacuous (a note says parity compared its shape). With its shape fixed in the
-program it is constant in every way: vacuous, and the way out is a dynamic dim,
-not ``model.init``.
+vacuous, and nothing is left unjudged (context says its shape is what is
+compared: an ``Info``, not a gap). With its shape fixed in the program it is
+constant in every way: vacuous, and the way out is a dynamic dim, not
+``model.init``. Parity, ``shapes`` and the lowered programs ask
+:func:`output_signal` and say :func:`not_judged` alike: one output, one text.
 """
 
 from __future__ import annotations
@@ -33,13 +35,13 @@ import torch
 
 from pytest_exportcheck.checks.child_outputs import compare_child_outputs
 from pytest_exportcheck.checks.localize import hooked_calls
-from pytest_exportcheck.checks.sized import SizedLeaf
+from pytest_exportcheck.checks.sized import SizedLeaf, free_dims, sized_leaves
 from pytest_exportcheck.comparison.compare_values import (
     OWN_SCALE,
     Tolerance,
     flatten_with_paths,
 )
-from pytest_exportcheck.containment.failures import Note
+from pytest_exportcheck.containment.failures import Info, Note
 
 
 def no_signal(
@@ -64,27 +66,49 @@ def no_signal(
     return "; ".join(reasons) if reasons else None
 
 
+def output_signal(record: Any, output: Any, tolerance: Tolerance) -> tuple[str | None, list[Note]]:
+    """Whether eager's ``output`` can tell a wrong program from a right one, one answer
+    for every check that compares it: why no leaf carries signal (None where one
+    does), and what is said of the constant leaves whose shape carries it."""
+    sized = sized_leaves(record, output)
+    why = no_signal(output, tolerance, sized)
+    if why and sized:  # a static shape may still follow the inputs: one more program asked
+        sized = free_dims(record.subject, output, sized)
+        why = no_signal(output, tolerance, sized)
+    return why, shape_signal(output, tolerance, sized)
+
+
+def not_judged(why: str, wrong: str, where: str = "") -> Note:
+    """Outputs compared equal that no wrong program could make differ (``why``)."""
+    at = f" {where}" if where else ""
+    return Note(
+        f"outputs{at} not judged: no output of eager carries signal ({why}), so a wrong "
+        f"{wrong} would agree with it as well"
+    )
+
+
 def shape_signal(output: Any, tolerance: Tolerance, sized: Mapping[int, SizedLeaf]) -> list[Note]:
-    """Notes for the constant leaves whose signal is their shape, which the program computes."""
-    notes = []
+    """What is said of the constant leaves whose signal is their shape, which the program
+    computes: context (an ``Info``), since shapes are compared: nothing is left unjudged."""
+    notes: list[Note] = []
     for index, (path, leaf) in enumerate(flatten_with_paths(output)[0]):
         built = sized.get(index)
         reason = _leaf_without_signal(leaf, tolerance) if built and built.symbolic else None
-        if reason and built.follows:
-            notes.append(
-                Note(
-                    f"note: output{path}: {reason}, built from sizes alone: parity compared its "
-                    f"shape {built.shape}, fixed in this program but following the inputs "
-                    f"({built.follows} with every input dim free), not values"
-                )
+        if not reason:
+            continue
+        assert built is not None
+        how = (
+            f"fixed in this program but following the inputs ({built.follows} with every "
+            "input dim free)"
+            if built.follows
+            else "which the program computes from its inputs"
+        )
+        notes.append(
+            Info(
+                f"note: output{path}: {reason}, built from sizes alone: its shape "
+                f"{built.shape}, {how}, is what is compared, not its values"
             )
-        elif reason:
-            notes.append(
-                Note(
-                    f"note: output{path}: {reason}, built from sizes alone: parity compared its "
-                    f"shape {built.shape}, which the program computes from its inputs, not values"
-                )
-            )
+        )
     return notes
 
 

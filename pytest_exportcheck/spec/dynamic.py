@@ -99,6 +99,10 @@ class Placement:
             return self.marker.name
         return self.dim if self.marker is None else self.describe()
 
+    def by_place(self) -> bool:
+        """An unnamed marker, or one run as a dim keyed by its place: no name for a factory."""
+        return self.key() == self.describe()
+
     def label(self) -> str:
         """``batch``, ``auto``, ``rows (dynamic)``: the dim as a finding names it."""
         if self.marker is not None and self.marker.name:
@@ -374,7 +378,9 @@ def resized_inputs(
     """The case's ``inputs:`` with every declared dim set to its size under ``roots``; an
     input factory's gets every dim's size as its ``dims`` keyword instead."""
     if "factory" in inputs:
-        dims = {name: spec.size(name, roots) for name in [*spec.named, *spec.derived]}
+        # Not an unnamed marker's place: the factory's tensor is sized (checks/shape_runs.py).
+        placed = {p.key() for p in spec.placements if p.by_place()}
+        dims = {n: spec.size(n, roots) for n in [*spec.named, *spec.derived] if n not in placed}
         # A named marker's size too; an unnamed one has no name a factory could know.
         dims |= {p.key(): roots[p.key()] for p in spec.markers() if p.marker.name in roots}  # type: ignore[union-attr]
         return {**inputs, "kwargs": {**inputs.get("kwargs", {}), "dims": dims}}

@@ -210,9 +210,25 @@ def test_a_strict_gaps_failure_is_the_checks_own_so_an_xfail_of_it_applies(
     run(project, "--exportcheck-strict-gaps").assert_outcomes(xfailed=1)
 
 
-def test_a_shapes_marker_torch_made_static_is_a_gap_and_a_verified_size_is_not(
+IS_THREE = '''
+from torch import nn
+
+
+class IsThree(nn.Module):
+    """Exported at 3 rows, a Dim.AUTO batch is specialized to 3; eager takes 4."""
+
+    def forward(self, x):
+        return x * 2 if x.shape[0] == 3 else x * 3
+'''
+
+
+def test_a_shapes_marker_torch_made_static_is_a_gap_only_where_eager_takes_another_size(
     project: pytest.Pytester,
 ) -> None:
+    # mlp: the auto feature dim is static (Linear(4, 8) reads it) and eager refuses 5
+    # too: verified, no gap (it read "auto (args[0] dim 1) was made static: 4", a gap
+    # whose why was the size). three: the program refuses 4 rows, eager computes them.
+    (project.path / "cases" / "three.py").write_text(IS_THREE)
     write_cases(
         project,
         """
@@ -227,17 +243,29 @@ def test_a_shapes_marker_torch_made_static_is_a_gap_and_a_verified_size_is_not(
                 batch: {min: 2, max: 8}
               shapes:
                 args[0]: {0: batch, 1: auto}
+          three:
+            description: an auto batch torch specializes
+            model: {target: three.py:IsThree}
+            inputs: {args: [{shape: [3, 4]}]}
+            checks: [shapes]
+            dynamic:
+              shapes:
+                args[0]: {0: auto}
         """,
     )
     result = run(project)
-    result.assert_outcomes(passed=1)
+    result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
         [
-            "  marker*g",
+            "  marker*.",
+            "  three*g",
             "1 passing item with 1 gap (shapes 1); *",
-            "      auto (args[[]0[]] dim 1) was made static: 4",
+            "      auto (args[[]0[]] dim 0) was made static 3: at 4 eager computes, but "
+            "ep.module(), * refuse it: AssertionError: Guard failed: x.size()[[]0[]] == 3 "
+            "(Dim.AUTO lets torch specialize it)",
         ]
     )
+    result.stdout.no_fnmatch_line("*was made static: 4*")
     # Below the min, every program accepts batch 1 and agrees with eager: verified,
     # so said with the findings of a failing item only, never counted as a gap.
     assert "accept it and agree with eager" not in result.stdout.str()

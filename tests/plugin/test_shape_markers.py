@@ -48,6 +48,8 @@ def test_an_auto_marker_with_an_unbounded_range_is_read(project: pytest.Pytester
     result = run_shapes(project)
     result.assert_outcomes(passed=1)
     result.stdout.no_fnmatch_line("*internal*")
+    # Sizes ran inside the range torch recorded: told, not a gap (it was one, with no why).
+    result.stdout.no_fnmatch_line("*passing item* with *gap*")
 
 
 def test_an_auto_batch_specialized_at_one_is_run_at_two(project: pytest.Pytester) -> None:
@@ -82,6 +84,13 @@ def test_an_auto_marker_a_guard_narrows_is_a_note(project: pytest.Pytester) -> N
     write_cases(project, case)
     result = run_shapes(project)
     result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "      auto (args[[]0[]] dim 0) recorded as [[]5, inf[]]: export narrowed it, as "
+            "Dim.AUTO lets it do, and the sizes outside were not run (give the marker a min "
+            "and max to have them run)"
+        ]
+    )
 
 
 def test_a_dynamic_markers_range_narrowed_is_a_finding(project: pytest.Pytester) -> None:

@@ -177,7 +177,47 @@ def test_constant_zeros_of_a_fixed_shape_stay_vacuous(sized: pytest.Pytester) ->
 
 
 def test_a_zero_head_on_a_dynamic_batch_stays_vacuous(sized: pytest.Pytester) -> None:
-    """Its shape follows the batch, but it reads its weight: values are the point."""
-    result = own(sized, "ZeroHead", extra=BATCH, captures="export, export-strict")
-    result.assert_outcomes(failed=2)
+    """Its shape follows the batch, but it reads its weight: values are the point. At
+    each size, shapes says so as lowered does (``signal.not_judged``), a gap."""
+    write_cases(
+        sized,
+        OWN.format(
+            name="zerohead", target="ZeroHead", kwargs="{}", arg="{shape: [4, 4]}",
+            captures="export, export-strict", extra=BATCH,
+        ).replace("checks: [parity]", "checks: [parity, shapes]"),
+    )  # fmt: skip
+    result = sized.runpytest("--exportcheck", "-p", "no:xdist")
+    result.assert_outcomes(failed=2, passed=2)
     result.stdout.fnmatch_lines(["*- vacuous: *(output: all 12 elements are 0.0)*model.init*"])
+    result.stdout.fnmatch_lines(
+        [
+            "      outputs at batch=2 (min) not judged: no output of eager carries signal "
+            "(output: all 6 elements are 0.0), so a wrong program would agree with it as well"
+        ]
+    )
+
+
+def test_a_constant_whose_shape_is_compared_is_no_gap_in_any_check(sized: pytest.Pytester) -> None:
+    """Zeros of an unbacked length (NonzeroRows) and of a length following a dynamic
+    batch (dynamic_shape_constructor): parity, shapes and the lowered program compare the
+    shape, which a wrong program gets wrong. Before, each said it differently, as a gap:
+    parity "parity compared its shape [u0, 3]", lowered "outputs not judged: ... a wrong
+    program lowered to saved would agree with it", shapes "no eager output carries
+    signal" at every size."""
+    text = EXPORTDB.format(
+        name="dynamic_shape_constructor",
+        cls="DynamicShapeConstructor",
+        arg="{shape: [3, 2]}",
+        extra=BATCH + "    lower: [saved]\n",
+    )
+    text = text.replace("[export, export-strict, dynamo, dynamo-legacy]", "[export]")
+    text = text.replace("checks: [parity]", "checks: [parity, shapes]")
+    text += OWN.format(
+        name="nonzero", target="NonzeroRows", kwargs="{}", arg="{shape: [4, 4]}",
+        captures="export", extra="    lower: [saved]\n",
+    ).replace("cases:\n", "")  # fmt: skip
+    write_cases(sized, text)
+    result = sized.runpytest("--exportcheck", "-p", "no:xdist", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=5)
+    result.stdout.fnmatch_lines(["  dynamic_shape_constructor  ...", "  nonzero * . ."])
+    result.stdout.no_fnmatch_line("*passing item* with *gap*")

@@ -73,12 +73,8 @@ def test_the_callers_model_and_inputs_are_untouched() -> None:
     x_before, x_version = x.clone(), x._version
 
     expected = ["bn.num_batches_tracked", "bn.running_mean", "bn.running_var", "count"]
-    # A train-mode program that unflatten(ep).eval() does not switch: true, and not this
-    # test's subject (the mode check's own tests make it fail on purpose).
-    silent = {"reason": "does not switch", "checks": ["mode"], "match": "will not switch"}
     report = check_model(
         model, (x,), captures=["export", "export-strict"], expect={"mutated_buffers": expected},
-        xfail=silent,
     )  # fmt: skip
 
     assert report.failed == [] and "mutation[export-strict-cpu]" in report.passed

@@ -29,8 +29,8 @@ def test_a_note_reads_as_what_was_not_verified_and_why() -> None:
         "hierarchy", "submodules not run alone", "forward mutates state (count)"
     )
     # shapes' notes start with "note: "; a wrapped note is one line; no ": " is all `what`.
-    assert Gap.from_note("shapes", "note: auto (args[0] dim 1) was made static: 4") == Gap(
-        "shapes", "auto (args[0] dim 1) was made static", "4"
+    assert Gap.from_note("shapes", "note: sizes not run: the inputs come in one size") == Gap(
+        "shapes", "sizes not run", "the inputs come in one size"
     )
     assert Gap.from_note("x", "a\n  b: c\nd").text() == "a b: c d"
     assert Gap.from_note("x", "nothing to split").why == ""
@@ -130,3 +130,18 @@ def test_a_gap_that_appears_or_goes_is_a_change_and_an_old_baseline_says_nothing
     assert fresh.new[0].lines == [f"+gap: {MUTATES}"]
     moved = compare({"items": [item(outcome="skipped")]}, [with_gap], source="base.json")
     assert moved.other[0].lines == [f"+gap: {MUTATES}"]
+
+
+def test_this_torchs_eager_raising_on_a_loaded_programs_inputs_is_a_gap_with_its_why() -> None:
+    # It read "this torch's eager raised on them: ...": the raise as what, not verified.
+    from pytest_exportcheck.checks.loaded import _against_this_eager
+    from pytest_exportcheck.comparison.compare_values import Tolerance
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("boom")
+
+    subject = SimpleNamespace(run=run, model_copy=lambda: None)
+    (note,) = _against_this_eager(subject, None, ((), {}), [], Tolerance(), "loaded", 1)  # type: ignore[arg-type]
+    gap = Gap.from_note("loaded", note)
+    assert gap.what == "this torch's eager not compared"
+    assert gap.why.startswith("it raised on the saved inputs: RuntimeError: boom")
