@@ -195,6 +195,37 @@ class ScaledLinear(nn.Module):
         return self.lin(x) * scale
 
 
+class Pair(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x, y):
+        return self.lin(x) + y
+
+
+class PairChild(nn.Module):
+    """A child called with two positional tensors, which its graph orders its own way."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = Pair()
+
+    def forward(self, x):
+        return self.inner(x, x * 2)
+
+
+class SelfAttention(nn.Module):
+    """nn.MultiheadAttention called with three positional tensors (x, x, x)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attn = nn.MultiheadAttention(4, 2, batch_first=True)
+
+    def forward(self, x):
+        return self.attn(x, x, x)[0]
+
+
 class KeywordChild(nn.Module):
     def __init__(self) -> None:
         super().__init__()

@@ -1,7 +1,7 @@
 """Gaps: a passing item whose check verified less than it says is visible and countable.
 
-Issue 28 measured hierarchy items whose submodule replay was skipped (a forward
-that mutates a buffer, a child called with keywords) and shapes items whose marker
+Issue 28 measured hierarchy items whose submodule replay was skipped (here: a child
+called with several positional tensors) and shapes items whose marker
 torch specialized passing with a note printed nowhere: not with -rA, not in the
 JSON report. Each surface below shows such a pass, under xdist too.
 """
@@ -13,19 +13,19 @@ import json
 import pytest
 from casekit import write_api_test, write_cases
 
-# counter: forward mutates a buffer, so no submodule is replayed alone;
-# keyword: its child is called with a keyword, so that child is not replayed alone;
+# pair: its child takes two positional tensors, which its graph orders its own way;
+# attn: its MultiheadAttention takes three: neither child is replayed alone;
 # mlp: every submodule replayed, no gap.
 GAPPY = """
 cases:
-  counter:
-    description: forward mutates a buffer
-    model: {target: models.py:Counter}
+  pair:
+    description: a child of two positional tensors
+    model: {target: models.py:PairChild}
     inputs: {args: [{shape: [2, 4]}]}
     checks: [hierarchy, parity]
-  keyword:
-    description: a child called with a keyword argument
-    model: {target: models.py:KeywordChild}
+  attn:
+    description: a child of three positional tensors
+    model: {target: models.py:SelfAttention}
     inputs: {args: [{shape: [2, 4]}]}
     checks: [hierarchy]
   mlp:
@@ -34,13 +34,14 @@ cases:
     inputs: {args: [{shape: [2, 4]}]}
     checks: [hierarchy, parity]
 """
-COUNTER_GAP = (
-    "submodules not run alone: forward mutates state (count), so a submodule's state when "
-    "eager called it is not the state it starts from"
+ORDERED_BY_GRAPH = (
+    "which a child's graph orders its own way unless export preserved its call signature "
+    "(preserve_module_call_signature)"
 )
-KEYWORD_GAP = "inner not run alone: eager called it with keyword arguments (scale)"
-COUNTER_ITEM = "cases/main.yaml::counter::hierarchy[[]export-cpu[]]"
-KEYWORD_ITEM = "cases/main.yaml::keyword::hierarchy[[]export-cpu[]]"
+COUNTER_GAP = f"inner not run alone: it takes 2 positional tensors, {ORDERED_BY_GRAPH}"
+KEYWORD_GAP = f"attn not run alone: it takes 3 positional tensors, {ORDERED_BY_GRAPH}"
+COUNTER_ITEM = "cases/main.yaml::pair::hierarchy[[]export-cpu[]]"
+KEYWORD_ITEM = "cases/main.yaml::attn::hierarchy[[]export-cpu[]]"
 
 OFF = ["-p", "no:cacheprovider"]
 
@@ -64,17 +65,17 @@ def test_a_pass_with_gaps_is_counted_in_the_terminal_and_marked_in_the_matrix(
         [
             "legend: . passed  g passed with gaps  F failed  *",
             "case*HP",
-            "  counter*g.",
-            "  keyword*g",
+            "  pair*g.",
+            "  attn*g",
             "  mlp*..",
             "5 items: 5 passed",
             "*= exportcheck gaps =*",
             "2 passing items with 2 gaps (hierarchy 2); --exportcheck-strict-gaps *",
             "hierarchy (2 items):",
-            f"  {COUNTER_ITEM}",
-            f"      {COUNTER_GAP}",
             f"  {KEYWORD_ITEM}",
             f"      {KEYWORD_GAP}",
+            f"  {COUNTER_ITEM}",
+            f"      {COUNTER_GAP}",
         ]
     )
 
@@ -90,11 +91,11 @@ def test_minus_r_a_shows_an_items_gaps_under_its_pass(
     project: pytest.Pytester, dist: list[str]
 ) -> None:
     write_cases(project, GAPPY)
-    result = run(project, *dist, "-rA", "-k", "counter")
+    result = run(project, *dist, "-rA", "-k", "pair")
     result.stdout.fnmatch_lines(
         [
             "*= PASSES =*",
-            "*_ counter::hierarchy[[]export-cpu[]] _*",
+            "*_ pair::hierarchy[[]export-cpu[]] _*",
             "*- Captured exportcheck gaps call -*",
             f"hierarchy: {COUNTER_GAP}",
         ]
@@ -109,28 +110,28 @@ def test_the_json_and_markdown_reports_carry_each_gap_and_their_count(
     doc = json.loads((project.path / "report.json").read_text())
     assert doc["gaps"] == {"items": 2, "gaps": 2, "by_check": {"hierarchy": 2}}
     found = {item["nodeid"]: item["gaps"] for item in doc["items"]}
-    assert found["cases/main.yaml::counter::hierarchy[export-cpu]"] == [
-        {"check": "hierarchy", "what": "submodules not run alone", "why": COUNTER_GAP[26:]}
+    assert found["cases/main.yaml::pair::hierarchy[export-cpu]"] == [
+        {"check": "hierarchy", "what": "inner not run alone", "why": COUNTER_GAP[21:]}
     ]
-    assert found["cases/main.yaml::keyword::hierarchy[export-cpu]"] == [
+    assert found["cases/main.yaml::attn::hierarchy[export-cpu]"] == [
         {
             "check": "hierarchy",
-            "what": "inner not run alone",
-            "why": "eager called it with keyword arguments (scale)",
+            "what": "attn not run alone",
+            "why": KEYWORD_GAP[20:],
         }
     ]
     assert found["cases/main.yaml::mlp::hierarchy[export-cpu]"] is None
-    assert found["cases/main.yaml::counter::parity[export-cpu]"] is None
+    assert found["cases/main.yaml::pair::parity[export-cpu]"] is None
     markdown = (project.path / "report.md").read_text()
     assert "### Passed with gaps: 2 passing items with 2 gaps (hierarchy 2)" in markdown
-    assert f"| `cases/main.yaml::keyword::hierarchy[export-cpu]` | {KEYWORD_GAP} |" in markdown
-    assert "`g·`" in markdown  # counter's HP cells in the Markdown matrix
+    assert f"| `cases/main.yaml::attn::hierarchy[export-cpu]` | {KEYWORD_GAP} |" in markdown
+    assert "`g·`" in markdown  # pair's HP cells in the Markdown matrix
 
 
 def test_a_report_with_gaps_is_a_valid_baseline(project: pytest.Pytester) -> None:
     write_cases(project, GAPPY)
-    run(project, "--exportcheck-report", "report.json", "-k", "counter")
-    result = run(project, "--exportcheck-compare=report.json", "-k", "counter")
+    run(project, "--exportcheck-report", "report.json", "-k", "pair")
+    result = run(project, "--exportcheck-compare=report.json", "-k", "pair")
     result.stdout.fnmatch_lines(["*= exportcheck compare =*", "no changes; 2 unchanged"])
 
 
@@ -139,12 +140,12 @@ def test_a_gap_that_appears_or_goes_between_runs_is_a_change(
 ) -> None:
     # The same case name, first on a model every submodule of which is replayed,
     # then on one that mutates a buffer: both runs pass; only the gap tells them apart.
-    write_cases(project, GAPPY.replace("models.py:Counter", "models.py:Mlp"))
-    run(project, "--exportcheck-report", "before.json", "-k", "counter")
+    write_cases(project, GAPPY.replace("models.py:PairChild", "models.py:Mlp"))
+    run(project, "--exportcheck-report", "before.json", "-k", "pair")
     write_cases(project, GAPPY)
     result = run(
         project, *dist, "--exportcheck-compare=before.json", "--exportcheck-report", "after.json",
-        "-k", "counter",
+        "-k", "pair",
     )  # fmt: skip
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
@@ -156,12 +157,12 @@ def test_a_gap_that_appears_or_goes_between_runs_is_a_change(
         ]
     )
     doc = json.loads((project.path / "after.json").read_text())
-    assert doc["comparison"]["gaps"] == ["cases/main.yaml::counter::hierarchy[export-cpu]"]
+    assert doc["comparison"]["gaps"] == ["cases/main.yaml::pair::hierarchy[export-cpu]"]
     # ... and back: the gap that went is a change too.
-    result = run(project, "--exportcheck-compare=after.json", "-k", "mlp or counter")
+    result = run(project, "--exportcheck-compare=after.json", "-k", "mlp or pair")
     assert "gaps changed" not in result.stdout.str()  # same runs: no change
-    write_cases(project, GAPPY.replace("models.py:Counter", "models.py:Mlp"))
-    result = run(project, "--exportcheck-compare=after.json", "-k", "counter")
+    write_cases(project, GAPPY.replace("models.py:PairChild", "models.py:Mlp"))
+    result = run(project, "--exportcheck-compare=after.json", "-k", "pair")
     result.stdout.fnmatch_lines([f"  {COUNTER_ITEM}  passed", f"      -gap: {COUNTER_GAP}"])
 
 
@@ -174,8 +175,8 @@ def test_strict_gaps_fails_a_pass_with_gaps_naming_them(
     result.stdout.fnmatch_lines(
         [
             f"- not verified (--exportcheck-strict-gaps): {COUNTER_GAP}",
-            "  counter*F.",
-            "  keyword*F",
+            "  pair*F.",
+            "  attn*F",
             "  mlp*..",
         ]
     )
@@ -185,11 +186,11 @@ def test_strict_gaps_fails_a_pass_with_gaps_naming_them(
 def test_the_strict_gaps_ini_option_does_the_same(project: pytest.Pytester) -> None:
     write_cases(project, GAPPY)
     project.makeini("[pytest]\nexportcheck_strict_gaps = true\n")
-    result = run(project, "-k", "keyword")
+    result = run(project, "-k", "attn")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([f"- not verified (exportcheck_strict_gaps): {KEYWORD_GAP}"])
     project.makeini("[pytest]\nexportcheck_strict_gaps = false\n")
-    run(project, "-k", "keyword").assert_outcomes(passed=1)
+    run(project, "-k", "attn").assert_outcomes(passed=1)
 
 
 def test_a_strict_gaps_failure_is_the_checks_own_so_an_xfail_of_it_applies(
@@ -199,12 +200,12 @@ def test_a_strict_gaps_failure_is_the_checks_own_so_an_xfail_of_it_applies(
         project,
         """
         cases:
-          keyword:
-            description: a child called with a keyword argument
-            model: {target: models.py:KeywordChild}
+          attn:
+            description: a child of three positional tensors
+            model: {target: models.py:SelfAttention}
             inputs: {args: [{shape: [2, 4]}]}
             checks: [hierarchy]
-            xfail: {reason: keyword calls are not replayed, match: not verified}
+            xfail: {reason: three positional tensors are not replayed, match: not verified}
         """,
     )
     run(project, "--exportcheck-strict-gaps").assert_outcomes(xfailed=1)
@@ -250,17 +251,17 @@ def test_the_exportcheck_fixtures_items_carry_their_gaps_too(
         project,
         """
         def test_counter(exportcheck):
-            exportcheck(model("Counter"), args=(torch.randn(2, 4),), checks=["hierarchy"],
-                        name="counter")
+            exportcheck(model("PairChild"), args=(torch.randn(2, 4),), checks=["hierarchy"],
+                        name="pair")
         """,
     )
     result = run(project, *dist, "test_model.py", "--exportcheck-report", "report.json")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [
-            "  test_counter::counter*g",
+            "  test_counter::pair*g",
             "1 passing item with 1 gap (hierarchy 1); *",
-            "  test_model.py::test_counter::counter::hierarchy[[]export-cpu[]]",
+            "  test_model.py::test_counter::pair::hierarchy[[]export-cpu[]]",
             f"      {COUNTER_GAP}",
         ]
     )
