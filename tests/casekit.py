@@ -215,15 +215,36 @@ class PairChild(nn.Module):
         return self.inner(x, x * 2)
 
 
-class SelfAttention(nn.Module):
-    """nn.MultiheadAttention called with three positional tensors (x, x, x)."""
+class NeedsParent(nn.Module):
+    """Scales by a factor only its parent's forward sets: eager cannot call it alone."""
+
+    def forward(self, x, scale=1.0):
+        return x * self.factor * scale
+
+
+class SetsUpChild(nn.Module):
+    """Its child works only inside this forward, and is called with a keyword: the
+    unflattened child's call raises, and so does eager's child called alone (a gap)."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.attn = nn.MultiheadAttention(4, 2, batch_first=True)
+        self.inner = NeedsParent()
 
     def forward(self, x):
-        return self.attn(x, x, x)[0]
+        self.inner.factor = 2.0
+        return self.inner(x, scale=3.0)
+
+
+class SetsUpAttention(nn.Module):
+    """SetsUpChild's shape, its child named attn."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attn = NeedsParent()
+
+    def forward(self, x):
+        self.attn.factor = 2.0
+        return self.attn(x, scale=3.0)
 
 
 class KeywordChild(nn.Module):

@@ -64,6 +64,7 @@ def check_model(
     xfail: Mapping[str, Any] | Iterable[Mapping[str, Any]] | None = None,
     dynamic: Mapping[str, Any] | None = None,
     lower: Iterable[str] | str | None = None,
+    preserve_signatures: Iterable[str] | str | None = None,
 ) -> Report:
     """Capture ``model`` and run every applicable check, as a YAML case with these keys would.
 
@@ -77,7 +78,9 @@ def check_model(
     an item it covers that fails as expected is ``xfailed``, one that passes
     fails (strict, as in YAML); ``dynamic`` is the YAML ``dynamic:`` (its ``shapes``
     paths name ``args``/``kwargs`` as given here); ``lower`` is the YAML ``lower:``
-    (``["aoti", "inductor"]``: each an item ``lowered[aoti-export-cpu]``). Returns
+    (``["aoti", "inductor"]``: each an item ``lowered[aoti-export-cpu]``);
+    ``preserve_signatures`` is the YAML ``preserve_signatures:`` (``["inner"]``:
+    submodules whose calling convention the export captures keep). Returns
     the :class:`Report`; raises :class:`ExportCheckFailed` if any item failed and
     :class:`InvalidCase` if the arguments are invalid.
     """
@@ -85,7 +88,8 @@ def check_model(
     return _check(
         model, args, kwargs, captures=captures, checks=checks, expect=expect, devices=devices,
         seed=seed, loss_output=loss_output, name=name, timeout=timeout, xfail=xfail,
-        dynamic=dynamic, lower=lower, timeout_source="the timeout argument",
+        dynamic=dynamic, lower=lower, preserve_signatures=preserve_signatures,
+        timeout_source="the timeout argument",
     )  # fmt: skip
 
 
@@ -191,6 +195,7 @@ def make_case(
     xfail: Mapping[str, Any] | Iterable[Mapping[str, Any]] | None = None,
     dynamic: Mapping[str, Any] | None = None,
     lower: Iterable[str] | str | None = None,
+    preserve_signatures: Iterable[str] | str | None = None,
 ) -> tuple[Case, list[str]]:
     """The validated :class:`Case` a YAML file with these keys would give, and the devices.
 
@@ -215,6 +220,7 @@ def make_case(
         "checks": checks, "expect": expect, "loss_output": loss_output, "timeout": timeout,
         "xfail": xfail if xfail is None or isinstance(xfail, Mapping) else list(xfail),
         "dynamic": dynamic, "lower": None if lower is None else _names(lower),
+        "preserve_signatures": None if preserve_signatures is None else _names(preserve_signatures),
     }  # fmt: skip
     raw.update({key: _plain(value) for key, value in optional.items() if value is not None})
     if isinstance(raw.get("checks"), str):

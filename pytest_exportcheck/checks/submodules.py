@@ -23,9 +23,12 @@ first as ``act`` and the next as ``act@1``: calls are matched to them by
 position, and a finding says which was run. A child reading a dynamic size
 takes it as an argument from its parent (measured on torch 2.13, also under
 ``preserve_module_call_signature``): no export avoids that, so such a child is
-run as its parent calls it, with eager's tensor, and judged on that. Not run,
-each a note naming why: a child called only inside a ``torch.cond`` branch, and
-one of several positional tensors, which a child's graph orders its own way.
+run as its parent calls it, with eager's tensor, and judged on that. A child of
+several positional tensors is called with them as eager's was: its graph takes
+them in its own order unless export preserved its signature, which a user's
+call meets as wrong values. Where the case's ``preserve_signatures`` would keep
+eager's convention, the finding says so (``keep_signature.py``). Not run, a note
+naming why: a child called only inside a ``torch.cond`` branch.
 """
 
 from __future__ import annotations
@@ -42,19 +45,13 @@ from pytest_exportcheck.checks.child_calls import (
     return_change,
 )
 from pytest_exportcheck.checks.child_outputs import match_child_outputs
+from pytest_exportcheck.checks.keep_signature import hint_applies, keep_signature_hint, takes_sizes
 from pytest_exportcheck.checks.listdiff import capped
 from pytest_exportcheck.checks.localize import Call, hooked_calls, pair_calls
 from pytest_exportcheck.comparison.compare_values import Tolerance, compare_trees
 from pytest_exportcheck.containment.failures import Info, Note, exception_text
 from pytest_exportcheck.model.isolation import clone_tree, module_state
 from pytest_exportcheck.model.rng_state import under_rng
-
-# torch's documented remedy, quoted as such: measured to keep the convention of a child
-# called with keywords and of one returning a dataclass, not of every child.
-_KEEP_SIGNATURE = (
-    "unflatten keeps eager's calling convention only for modules named in export's "
-    "preserve_module_call_signature (here ({fqn!r},))"
-)
 
 
 def check_submodules_alone(case: Any, record: Any) -> list[str]:
@@ -96,20 +93,15 @@ def check_submodules_alone(case: Any, record: Any) -> list[str]:
                               "torch.cond branch, or inlined)")  # fmt: skip
             continue
         args, kwargs = call.inputs
-        # Without preserve_module_call_signature a child's graph takes the tensors of its
-        # inputs in its own order: measured on hf_bert's BertSelfOutput(hidden_states,
-        # input_tensor). Keywords are matched by name, so they are run.
-        tensors = [leaf for leaf in pytree.tree_leaves(args) if isinstance(leaf, torch.Tensor)]
-        if len(tensors) > 1:
-            cannot.setdefault(
-                call.fqn,
-                f"it takes {len(tensors)} positional tensors, which a child's graph orders its "
-                "own way unless export preserved its call signature "
-                "(preserve_module_call_signature)",
-            )
-            continue
+        # Called as a user calls it, several positional tensors too: without a preserved
+        # signature the child's graph takes them in its own order (hf_bert's
+        # BertSelfOutput; u.inner(x, x * 2) against a graph of (mul, x)), which a user's
+        # call meets as wrong values, so it is run and judged like any other.
         shown = render_call(path, args, kwargs)
-        judged = _replay(target, call, stand_in, record, tolerance, label, shown)
+        hint = ""
+        if hint_applies(case, call.fqn, calls) and not takes_sizes(stand_in, call):
+            hint = keep_signature_hint(call.fqn)
+        judged = _replay(target, call, stand_in, record, tolerance, label, shown, hint)
         if isinstance(judged, tuple):
             cannot.setdefault(call.fqn, judged[0])
         else:
@@ -126,8 +118,10 @@ def _replay(
     tolerance: Tolerance,
     label: str,
     shown: str,
+    hint: str,
 ) -> list[str] | tuple[str]:
-    """The findings of one call run alone, or ``(why,)`` where it could not be run."""
+    """The findings of one call run alone, or ``(why,)`` where it could not be run;
+    ``hint`` (where not empty) says how the case keeps eager's calling convention."""
     args, kwargs = clone_tree(call.inputs)
     unset = _restore(target, call.state_before)
     if unset:
@@ -146,12 +140,16 @@ def _replay(
         if eager_raised is not None:
             return (f"{shown} raises on eager's {call.fqn} too, outside its parent's forward "
                     f"({eager_raised})",)  # fmt: skip
-        takes = capped(list(getattr(target, "arg_names", None) or []))
         return [
             f"{head}: {shown} raises {raised}; eager's {call.fqn} returns on the same call. "
-            f"The unflattened {call.fqn} takes ({takes}); " + _KEEP_SIGNATURE.format(fqn=call.fqn)
+            f"The unflattened {call.fqn} takes ({_takes(target)})" + (f"; {hint}" if hint else "")
         ]
-    return _judge(target, call, output, tolerance, label, head, shown)
+    return _judge(target, call, output, tolerance, label, head, shown, hint)
+
+
+def _takes(target: torch.nn.Module) -> str:
+    """The inputs the unflattened child's graph takes, by its own names (``mul, x``)."""
+    return capped(list(getattr(target, "arg_names", None) or []))
 
 
 def _judge(
@@ -162,6 +160,7 @@ def _judge(
     label: str,
     head: str,
     shown: str,
+    hint: str,
 ) -> list[str]:
     findings: list[str] = []
     change = return_change(call.output, output)
@@ -180,16 +179,28 @@ def _judge(
         findings.append(
             f"{head}: the return type changed: {shown} {change}{breaks}"
             + (f" ({why})" if why else "")
-            + "; "
-            + _KEEP_SIGNATURE.format(fqn=call.fqn)
+            + (f"; {hint}" if hint else "")
         )
     if problems:
         findings.append(
             f"{head} run alone on eager's inputs differs: {problems[0]}"
             + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else "")
+            + _order_told(target, call, hint)
         )
     findings += _state_after(target, call, tolerance, head)
     return findings
+
+
+def _order_told(target: torch.nn.Module, call: Call, hint: str) -> str:
+    """Why values of a call of several positional tensors may differ, and the remedy: the
+    graph takes them in its own order (its names are the parent's values: ``mul, x``)."""
+    tensors = [t for t in pytree.tree_leaves(call.inputs[0]) if isinstance(t, torch.Tensor)]
+    if len(tensors) < 2 or not hint:
+        return ""
+    return (
+        f"; it takes {len(tensors)} positional tensors, and the unflattened {call.fqn}'s graph "
+        f"takes ({_takes(target)}), in its own order; {hint}"
+    )
 
 
 def _why_not_returned(call: Call, lost: list[tuple[str, Any]]) -> str:
@@ -308,7 +319,7 @@ def _judge_as_parent_calls(
     except Exception as exc:
         return [f"{head}: {as_parent}, as its parent calls it, raises {type(exc).__name__}: "
                 f"{_first_line(exc)}"]  # fmt: skip
-    found = _judge(target, call, output, tolerance, label, head, as_parent)
+    found = _judge(target, call, output, tolerance, label, head, as_parent, "")
     told = Info(
         f"{label}: {shown} raises ({raised}): its graph takes the sizes it reads from its "
         f"parent, as torch's unflatten makes it for a dynamic size (also under "

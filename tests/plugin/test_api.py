@@ -204,3 +204,28 @@ def test_an_xfail_that_passes_fails_the_call(project: pytest.Pytester) -> None:
     result = project.runpytest("-p", "no:randomly")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*[[]XPASS(strict)[]] stale*"])
+
+
+def test_preserve_signatures_is_a_keyword_as_in_yaml(project: pytest.Pytester) -> None:
+    # PairChild's inner(x, x * 2): without the key its graph takes (mul, x) and the replay
+    # differs; with it, eager's order. A misspelt name fails as [case] at the call's line.
+    test_file = write_test(
+        project,
+        """
+        def test_pair(exportcheck):
+            pair = model("PairChild")
+            exportcheck(pair, args=(torch.randn(2, 4),), checks=["hierarchy"],
+                        preserve_signatures=["inner"])
+            exportcheck(pair, args=(torch.randn(2, 4),), checks=["hierarchy"],
+                        preserve_signatures="iner")
+        """,
+    )
+    result = project.runpytest(test_file)
+    result.assert_outcomes(failed=1)
+    line = line_of(project, test_file, 'preserve_signatures="iner"') - 1
+    result.stdout.fnmatch_lines(
+        [
+            f"*[[]case[]] {test_file}:{line}: preserve_signatures names 'iner', which is no "
+            "submodule of the model (did you mean 'inner'?); its submodules: inner, inner.lin"
+        ]
+    )

@@ -167,7 +167,8 @@ class HeadOut:
 
 
 if HeadOut not in pytree.SUPPORTED_NODES:
-    torch.export.register_dataclass(HeadOut)
+    # A name to save it by: a preserved signature keeps HeadOut in the program's call graph.
+    torch.export.register_dataclass(HeadOut, serialized_type_name="replay_models.HeadOut")
 
 
 class Head(nn.Module):
@@ -210,6 +211,26 @@ class MaskedNet(nn.Module):
 
     def forward(self, x, mask):
         return self.inner(x, mask=mask, scale=2.0)
+
+
+class Pair(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x, y):
+        return self.lin(x) - y
+
+
+class PairNet(nn.Module):
+    """A child of two positional tensors: its graph takes them as (mul, x)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = Pair()
+
+    def forward(self, x):
+        return self.inner(x, x * 2)
 
 
 class Stepper(nn.Module):
@@ -363,11 +384,14 @@ def test_a_child_returning_fewer_outputs_than_eager_has_a_changed_return_type(
             "*- attention (SelfAttn): the return type changed: u.attention(float32[[]2, 3, 8[]]) "
             "returns Tensor where eager's returns tuple(Tensor, Tensor): a caller of "
             "u.attention(float32[[]2, 3, 8[]])[[]0[]] breaks ([[]1[]] is not returned: the "
-            "parent does not use it); unflatten keeps eager's calling convention only for modules "
-            "named in export's preserve_module_call_signature (here ('attention',))",
+            "parent does not use it); add `preserve_signatures: [[]attention[]]` to the case "
+            "(torch.export's preserve_module_call_signature) to keep eager's calling convention",
         ]
     )
     result.stdout.no_fnmatch_line("*not compared*")
+    # The fix the finding names: u.attention(x) returns (context, probs) (torch 2.13).
+    write_cases(replay, case("KeepsContext", "[2, 3, 8]", "preserve_signatures: [attention]"))
+    hierarchy(replay).assert_outcomes(passed=1)
 
 
 def test_a_dataclass_return_that_became_a_bare_tensor_is_a_finding(
@@ -383,11 +407,14 @@ def test_a_dataclass_return_that_became_a_bare_tensor_is_a_finding(
             "*- head (Head): the return type changed: u.head(float32[[]2, 8[]]) returns Tensor "
             "where eager's returns HeadOut(.logits, .hidden): a caller of "
             "u.head(float32[[]2, 8[]]).logits breaks (.hidden is the call's own input, which "
-            "the child does not return); unflatten keeps eager's calling convention only for "
-            "modules named in export's preserve_module_call_signature (here ('head',))"
+            "the child does not return); add `preserve_signatures: [[]head[]]` to the case "
+            "(torch.export's preserve_module_call_signature) to keep eager's calling convention"
         ]
     )
     result.stdout.no_fnmatch_line("*parent does not use*")
+    # The fix the finding names: u.head(h) returns HeadOut (torch 2.13, plain torch).
+    write_cases(replay, case("HeadNet", extra="preserve_signatures: [head]"))
+    hierarchy(replay).assert_outcomes(passed=1)
 
 
 def test_a_child_returning_both_outputs_in_another_container_is_a_finding(
@@ -400,9 +427,12 @@ def test_a_child_returning_both_outputs_in_another_container_is_a_finding(
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         ["*- attention (SelfAttn): the return type changed: u.attention(float32[[]2, 3, 8[]]) "
-         "returns list(Tensor, Tensor) where eager's returns tuple(Tensor, Tensor): *"]
+         "returns list(Tensor, Tensor) where eager's returns tuple(Tensor, Tensor): *; add "
+         "`preserve_signatures: [[]attention[]]` to the case *"]
     )  # fmt: skip
     result.stdout.no_fnmatch_line("*differs*")
+    write_cases(replay, case("KeepsBoth", "[2, 3, 8]", "preserve_signatures: [attention]"))
+    hierarchy(replay).assert_outcomes(passed=1)
 
 
 def masked_case() -> str:
@@ -430,8 +460,49 @@ def test_a_child_called_with_keywords_is_called_with_them_and_judged(
             "*- inner (Masked): u.inner(float32[[]2, 8[]], mask=float32[[]2, 8[]], scale=2.0) "
             "raises AssertionError: kwarg_names length 1 does not match kwargs length 2; "
             "eager's inner returns on the same call. The unflattened inner takes (mask, x); "
-            "unflatten keeps eager's calling convention only for modules named in export's "
-            "preserve_module_call_signature (here ('inner',))"
+            "add `preserve_signatures: [[]inner[]]` to the case (torch.export's "
+            "preserve_module_call_signature) to keep eager's calling convention"
+        ]
+    )
+    # The fix the finding names: u.inner(x, mask=m, scale=2.0) returns eager's (torch 2.13).
+    write_cases(replay, masked_case() + "    preserve_signatures: [inner]\n")
+    hierarchy(replay).assert_outcomes(passed=1)
+
+
+def test_a_child_of_several_positional_tensors_is_called_with_them_and_judged(
+    replay: pytest.Pytester,
+) -> None:
+    # Was a pass with the gap "inner not run alone: it takes 2 positional tensors, which a
+    # child's graph orders its own way"; plain torch: u.inner(x, x * 2) silently computes
+    # with the tensors swapped, its graph taking (mul, x) (torch 2.13, strict and not).
+    write_cases(replay, case("PairNet"))
+    result = hierarchy(replay)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*- inner (Pair) run alone on eager's inputs differs: inner output: 16 / 16 elements "
+            "outside tolerance *; it takes 2 positional tensors, and the unflattened inner's "
+            "graph takes (mul, x), in its own order; add `preserve_signatures: [[]inner[]]` to "
+            "the case (torch.export's preserve_module_call_signature) to keep eager's calling "
+            "convention"
+        ]
+    )
+    write_cases(replay, case("PairNet", extra="preserve_signatures: [inner]"))
+    result = replay.runpytest("--exportcheck", "-k", "hierarchy", "-rA")
+    result.assert_outcomes(passed=1)
+    assert "exportcheck gaps" not in result.stdout.str()
+
+
+def test_a_name_in_preserve_signatures_that_is_no_submodule_is_the_cases_error(
+    replay: pytest.Pytester,
+) -> None:
+    write_cases(replay, case("PairNet", extra="preserve_signatures: [inner.lin, iner]"))
+    result = hierarchy(replay)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*[[]case[]] cases/main.yaml:8: preserve_signatures names 'iner', which is no "
+            "submodule of the model (did you mean 'inner'?); its submodules: inner, inner.lin"
         ]
     )
 
