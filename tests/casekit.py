@@ -198,6 +198,58 @@ class ScaledLinear(nn.Module):
         return self.lin(x) * scale
 
 
+class Pair(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x, y):
+        return self.lin(x) + y
+
+
+class PairChild(nn.Module):
+    """A child called with two positional tensors, which its graph orders its own way."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = Pair()
+
+    def forward(self, x):
+        return self.inner(x, x * 2)
+
+
+class NeedsParent(nn.Module):
+    """Scales by a factor only its parent's forward sets: eager cannot call it alone."""
+
+    def forward(self, x, scale=1.0):
+        return x * self.factor * scale
+
+
+class SetsUpChild(nn.Module):
+    """Its child works only inside this forward, and is called with a keyword: the
+    unflattened child's call raises, and so does eager's child called alone (a gap)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = NeedsParent()
+
+    def forward(self, x):
+        self.inner.factor = 2.0
+        return self.inner(x, scale=3.0)
+
+
+class SetsUpAttention(nn.Module):
+    """SetsUpChild's shape, its child named attn."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attn = NeedsParent()
+
+    def forward(self, x):
+        self.attn.factor = 2.0
+        return self.attn(x, scale=3.0)
+
+
 class KeywordChild(nn.Module):
     def __init__(self) -> None:
         super().__init__()

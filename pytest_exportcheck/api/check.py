@@ -65,6 +65,7 @@ def check_model(
     xfail: Mapping[str, Any] | Iterable[Mapping[str, Any]] | None = None,
     dynamic: Mapping[str, Any] | None = None,
     lower: Iterable[str] | str | None = None,
+    preserve_signatures: Iterable[str] | str | None = None,
     strict_gaps: bool = False,
 ) -> Report:
     """Capture ``model`` and run every applicable check, as a YAML case with these keys would.
@@ -80,6 +81,8 @@ def check_model(
     fails (strict, as in YAML); ``dynamic`` is the YAML ``dynamic:`` (its ``shapes``
     paths name ``args``/``kwargs`` as given here); ``lower`` is the YAML ``lower:``
     (``["aoti", "inductor"]``: each an item ``lowered[aoti-export-cpu]``);
+    ``preserve_signatures`` is the YAML ``preserve_signatures:`` (``["inner"]``:
+    submodules whose calling convention the export captures keep);
     ``strict_gaps=True`` fails an item that passed with gaps (what its check did not
     verify, and why), naming them, as ``--exportcheck-strict-gaps`` does. Returns
     the :class:`Report` (``str()`` of it lists each item, and each gap under its pass);
@@ -90,8 +93,8 @@ def check_model(
     return _check(
         model, args, kwargs, captures=captures, checks=checks, expect=expect, devices=devices,
         seed=seed, loss_output=loss_output, name=name, timeout=timeout, xfail=xfail,
-        dynamic=dynamic, lower=lower, timeout_source="the timeout argument",
-        strict_gaps=_strict(strict_gaps),
+        dynamic=dynamic, lower=lower, preserve_signatures=preserve_signatures,
+        timeout_source="the timeout argument", strict_gaps=_strict(strict_gaps),
     )  # fmt: skip
 
 
@@ -210,6 +213,7 @@ def make_case(
     xfail: Mapping[str, Any] | Iterable[Mapping[str, Any]] | None = None,
     dynamic: Mapping[str, Any] | None = None,
     lower: Iterable[str] | str | None = None,
+    preserve_signatures: Iterable[str] | str | None = None,
 ) -> tuple[Case, list[str]]:
     """The validated :class:`Case` a YAML file with these keys would give, and the devices.
 
@@ -234,6 +238,7 @@ def make_case(
         "checks": checks, "expect": expect, "loss_output": loss_output, "timeout": timeout,
         "xfail": xfail if xfail is None or isinstance(xfail, Mapping) else list(xfail),
         "dynamic": dynamic, "lower": None if lower is None else _names(lower),
+        "preserve_signatures": None if preserve_signatures is None else _names(preserve_signatures),
     }  # fmt: skip
     raw.update({key: _plain(value) for key, value in optional.items() if value is not None})
     if isinstance(raw.get("checks"), str):

@@ -13,6 +13,7 @@ from pytest_exportcheck.containment.failures import CaseError
 from pytest_exportcheck.items.case_run import CaseRun
 from pytest_exportcheck.model.build import BuildError
 from pytest_exportcheck.model.isolation import clone_tree, private_copy, to_device
+from pytest_exportcheck.model.preserved import check_preserved
 from pytest_exportcheck.model.subject import Inputs, Subject, moved_model
 from pytest_exportcheck.spec import Case
 from pytest_exportcheck.spec.semantics import MAX_TENSOR_ELEMENTS
@@ -54,6 +55,7 @@ class GivenSubject(Subject):
                 f"{case.location}: moving the model and inputs to {device} raised "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
+        check_preserved(case, model)
         self._model, self._inputs = model, inputs
 
 

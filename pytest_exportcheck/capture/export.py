@@ -52,7 +52,9 @@ def capture_export(subject: Subject, capture: str, *, strict: bool) -> ProgramRe
     sharing = ShareKeeper(held_tensors(model))
     started = time.perf_counter()
     try:
-        program = torch.export.export(model, args, kwargs, strict=strict, dynamic_shapes=dynamic)
+        program = torch.export.export(
+            model, args, kwargs, strict=strict, dynamic_shapes=dynamic, **_preserving(subject)
+        )
     except Exception as exc:
         mode = "strict" if strict else "non-strict"
         raise dynamic_capture_error(
@@ -70,6 +72,13 @@ def capture_export(subject: Subject, capture: str, *, strict: bool) -> ProgramRe
         captured_model=model,
         program=program,
     )
+
+
+def _preserving(subject: Subject) -> dict[str, Any]:
+    """The case's ``preserve_signatures``, as export takes them (nothing when none: the
+    call stays the one every other case makes)."""
+    names = subject.case.preserve_signatures
+    return {"preserve_module_call_signature": names} if names else {}
 
 
 class ProgramRecord(CaptureRecord):

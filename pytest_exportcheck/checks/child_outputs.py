@@ -55,6 +55,21 @@ def compare_child_outputs(
 ) -> tuple[list[str], list[str]]:
     """(problems, dropped): differences, and the eager leaves (path and kind) unflatten
     dropped. Both empty when every returned leaf equals the eager leaf it stands for."""
+    problems, dropped = match_child_outputs(
+        eager_output, unflat_output, tolerance=tolerance, root=root, names=names
+    )
+    return problems, [f"{path or 'output'} ({_describe(leaf)})" for path, leaf in dropped]
+
+
+def match_child_outputs(
+    eager_output: Any,
+    unflat_output: Any,
+    *,
+    tolerance: Tolerance,
+    root: str,
+    names: tuple[str, str] = ("eager", "unflattened"),
+) -> tuple[list[str], list[tuple[str, Any]]]:
+    """As :func:`compare_child_outputs`, the dropped leaves as (key path, leaf)."""
     # A None (MultiheadAttention's weights with need_weights=False) is no value a graph
     # computes or returns: nothing to stand for.
     wanted = [
@@ -85,5 +100,4 @@ def compare_child_outputs(
         else:
             unclaimed.remove(candidates[0])  # reported against the most likely leaf
             problems += first_problems or []
-    dropped = [f"{wanted[i][0] or 'output'} ({_describe(wanted[i][1])})" for i in unclaimed]
-    return problems, dropped
+    return problems, [wanted[i] for i in unclaimed]

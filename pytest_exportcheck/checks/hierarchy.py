@@ -26,6 +26,7 @@ import torch
 from pytest_exportcheck.capture.export import ProgramRecord
 from pytest_exportcheck.capture.record import CaptureRecord
 from pytest_exportcheck.checks.listdiff import (
+    capped,
     difference_counts,
     partition_differences,
     side_by_side,
@@ -110,9 +111,9 @@ def _state(eager: torch.nn.Module, unflat: torch.nn.Module, max_elements: int | 
     held = unflat.state_dict(keep_vars=True)  # the tensors themselves, not detached views
     extra = [k for k in actual if k not in expected and not _alias_of_call(k, held)]
     if missing:
-        findings.append(f"state_dict keys missing after unflatten: {', '.join(missing)}")
+        findings.append(f"state_dict keys missing after unflatten: {capped(missing)}")
     if extra:
-        findings.append(f"state_dict keys only after unflatten: {', '.join(extra)}")
+        findings.append(f"state_dict keys only after unflatten: {capped(extra)}")
     for key in expected.keys() & actual.keys():
         problems = compare_trees(
             expected[key], actual[key], tolerance=EXACT,

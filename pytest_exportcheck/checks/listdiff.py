@@ -109,3 +109,11 @@ def partition_differences(
                 if against[name] != against[first]
             ]
     return findings
+
+
+def capped(items: list[str], *, limit: int = 8, sep: str = ", ") -> str:
+    """The first ``limit`` items and a count of the rest: a list of 150 buffer names
+    reads ``a, b, c ... and 147 more``, on a line one can read."""
+    if len(items) <= limit:
+        return sep.join(items)
+    return sep.join(items[:limit]) + f" ... and {len(items) - limit} more"

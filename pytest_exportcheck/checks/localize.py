@@ -29,7 +29,7 @@ from torch.utils import _pytree as pytree
 
 from pytest_exportcheck.checks.child_outputs import compare_child_outputs
 from pytest_exportcheck.comparison.compare_values import Tolerance, compare_trees
-from pytest_exportcheck.model.isolation import clone_tree, seed_everything
+from pytest_exportcheck.model.isolation import clone_tree, module_state, seed_everything
 from pytest_exportcheck.model.rng_state import RngState, rng_state
 
 _CALL_SUFFIX = re.compile(r"@\d+(?=\.|$)")
@@ -52,6 +52,10 @@ class Call:
     # The generator state the call started from: a call that draws random numbers
     # (Dropout in train mode) is replayed under it (``model/rng_state.py``).
     rng: RngState | None = None
+    # The state eager mutates (``hooked_calls(watch=...)``) of this module, by its own
+    # names, as the call found it and as it left it: a replay starts from the first.
+    state_before: dict[str, torch.Tensor] | None = None
+    state_after: dict[str, torch.Tensor] | None = None
 
 
 def first_divergence(record: Any, tolerance: Tolerance, program: str = "unflatten(ep)") -> str:
@@ -94,26 +98,34 @@ def first_divergence(record: Any, tolerance: Tolerance, program: str = "unflatte
 
 
 def hooked_calls(
-    model: torch.nn.Module, inputs: tuple[tuple[Any, ...], dict[str, Any]], seed: int, grad: bool
+    model: torch.nn.Module,
+    inputs: tuple[tuple[Any, ...], dict[str, Any]],
+    seed: int,
+    grad: bool,
+    watch: frozenset[str] = frozenset(),
 ) -> list[Call]:
-    """Every submodule call of one forward, in the order the calls finish."""
+    """Every submodule call of one forward, in the order the calls finish; with each
+    call the state among ``watch`` (FQNs) its module holds, before and after."""
     names: dict[int, str] = {}
     for name, module in model.named_modules():
         names.setdefault(id(module), name)
+    watched = {key: _own_names(names[key], watch) for key in names} if watch else {}
     counts: dict[int, int] = {}
     pending: dict[int, list[Any]] = {}
     calls: list[Call] = []
 
     def before(module: torch.nn.Module, args: Any, kwargs: Any) -> None:
-        pending.setdefault(id(module), []).append((clone_tree((args, kwargs)), rng_state()))
+        state = _held(module, watched[id(module)]) if watch else None
+        pending.setdefault(id(module), []).append((clone_tree((args, kwargs)), rng_state(), state))
 
     def after(module: torch.nn.Module, args: Any, kwargs: Any, output: Any) -> None:
         key = id(module)
         index = counts.get(key, 0)
         counts[key] = index + 1
-        inputs, rng = pending[key].pop()
+        inputs, rng, before = pending[key].pop()
         kind = type(module).__name__
-        calls.append(Call(names[key], index, kind, inputs, clone_tree(output), rng))
+        after = _held(module, watched[key]) if watch else None
+        calls.append(Call(names[key], index, kind, inputs, clone_tree(output), rng, before, after))
 
     handles = []
     for name, module in model.named_modules():
@@ -129,6 +141,18 @@ def hooked_calls(
         for handle in handles:
             handle.remove()
     return calls
+
+
+def _own_names(prefix: str, watch: frozenset[str]) -> list[str]:
+    """The names, relative to the module at ``prefix``, of the watched FQNs it holds."""
+    if not prefix:
+        return sorted(watch)
+    return sorted(fqn[len(prefix) + 1 :] for fqn in watch if fqn.startswith(prefix + "."))
+
+
+def _held(module: torch.nn.Module, names: list[str]) -> dict[str, torch.Tensor]:
+    state = module_state(module)
+    return {name: state[name].detach().clone() for name in names if name in state}
 
 
 def pair_calls(

@@ -33,6 +33,7 @@ from pytest_exportcheck.model.isolation import (
     to_device,
 )
 from pytest_exportcheck.model.portability import first_device_mix, move_strays, stray_tensors
+from pytest_exportcheck.model.preserved import check_preserved
 from pytest_exportcheck.model.runs import Step, run_steps
 from pytest_exportcheck.model.soundness import unsound_eager
 from pytest_exportcheck.spec import Case
@@ -78,6 +79,7 @@ class Subject:
             raise CaseError(with_user_frame(f"{case.location}: {exc}", exc)) from exc
         except Exception as exc:  # a model file that raises on import, a bad _target_ ...
             raise CaseError(describe_exception(exc, context=f"{case.location}: building")) from exc
+        check_preserved(case, self._model)
         try:
             private_copy(self._model)
         except Exception as exc:

@@ -221,6 +221,11 @@ class Case:
     elsewhere: tuple[Elsewhere, ...] = ()
     # `dynamic:`: the dims the captures are told are dynamic (None: every dim static).
     dynamic: DynamicSpec | None = None
+    # `preserve_signatures:` submodule FQNs torch.export.export keeps the calling
+    # convention of (preserve_module_call_signature), so unflatten's child is called as
+    # eager's is; checked against the built model (model/preserved.py), at its line.
+    preserve_signatures: tuple[str, ...] = ()
+    preserve_signatures_line: int | None = None
 
     @property
     def location(self) -> str:

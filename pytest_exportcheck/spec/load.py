@@ -298,6 +298,8 @@ def _build_case(
         xfails=tuple(_xfail(x, conditions.get(id(x))) for x in xfail_list if applies(x)),
         elsewhere=tuple(_elsewhere(u) for u in unmet_conditions(written)),
         dynamic=_dynamic(raw),
+        preserve_signatures=tuple(raw.get("preserve_signatures", ())),
+        preserve_signatures_line=_key_line(raw, "preserve_signatures"),
     )
 
 

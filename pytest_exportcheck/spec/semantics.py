@@ -126,6 +126,13 @@ def _capture_options(case: dict[str, Any]) -> Iterator[Problem]:
             "flattened model outputs (aot_export_module traces the backward of one loss)",
             ["captures"],
         )
+    if "preserve_signatures" in case and not {"export", "export-strict"} & set(captures):
+        yield (
+            "preserve_signatures applies to the export captures (export, export-strict: "
+            "torch.export.export's preserve_module_call_signature), and this case runs neither "
+            f"(captures: {', '.join(captures)})",
+            ["preserve_signatures"],
+        )
     placeholders = case.get("expect", {}).get("placeholders")
     if isinstance(placeholders, dict):
         for capture in placeholders:

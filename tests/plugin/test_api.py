@@ -120,7 +120,7 @@ def test_a_misspelt_expect_key_is_a_did_you_mean_at_the_callers_line(
     result.stdout.fnmatch_lines(
         [
             f"*InvalidCase: {test_file}:{line}: unknown key 'mutated_bufers' in expect "
-            "(did you mean 'mutated_buffers'?); allowed: consistency, modules, mutated_buffers, "
+            "(did you mean 'mutated_buffers'?); allowed: consistency, mode, modules, mutated_buffers, "
             "mutation, parity, placeholders"
         ]
     )
@@ -207,14 +207,14 @@ def test_an_xfail_that_passes_fails_the_call(project: pytest.Pytester) -> None:
 
 
 def test_a_pass_with_gaps_shows_them_and_strict_gaps_fails_it(project: pytest.Pytester) -> None:
-    # Counter mutates a buffer in forward: hierarchy passes with a gap (its submodule
-    # is not run alone). str(report) says so, as the terminal does; strict_gaps=True,
+    # SetsUpChild's child works only inside its forward (eager's child alone raises too):
+    # hierarchy passes with a gap. str(report) says so, as the terminal does; strict_gaps=True,
     # or the run's --exportcheck-strict-gaps through the fixture, fails the item.
     write_test(
         project,
         """
         def check(exportcheck, **options):
-            return exportcheck(model("Counter"), args=(torch.randn(2, 4),), checks=["hierarchy"],
+            return exportcheck(model("SetsUpChild"), args=(torch.randn(2, 4),), checks=["hierarchy"],
                                **options)
 
         def test_shown(exportcheck):
@@ -225,7 +225,7 @@ def test_a_pass_with_gaps_shows_them_and_strict_gaps_fails_it(project: pytest.Py
             assert f"passed   hierarchy[export-cpu]  with {len(item.gaps)} gap(s)" in text, text
             for gap in item.gap_texts:
                 assert f"\\n    - {gap}" in text, text
-            assert "submodules not run alone: forward mutates state" in text, text
+            assert "inner not run alone: u.inner(float32[2, 4], scale=3.0) raises" in text, text
 
         def test_strict(exportcheck):
             check(exportcheck, strict_gaps=True)
@@ -240,10 +240,35 @@ def test_a_pass_with_gaps_shows_them_and_strict_gaps_fails_it(project: pytest.Py
     result = project.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(
-        ["*- not verified (strict_gaps=True): submodules not run alone: forward mutates state*"]
+        ["*- not verified (strict_gaps=True): inner not run alone: u.inner(*"]
     )
     strict = project.runpytest("-p", "no:cacheprovider", "--exportcheck-strict-gaps", "-k", "run")
     strict.assert_outcomes(passed=1, failed=1)
     strict.stdout.fnmatch_lines(
-        ["*- not verified (--exportcheck-strict-gaps): submodules not run alone: *"]
+        ["*- not verified (--exportcheck-strict-gaps): inner not run alone: *"]
+    )
+
+
+def test_preserve_signatures_is_a_keyword_as_in_yaml(project: pytest.Pytester) -> None:
+    # PairChild's inner(x, x * 2): without the key its graph takes (mul, x) and the replay
+    # differs; with it, eager's order. A misspelt name fails as [case] at the call's line.
+    test_file = write_test(
+        project,
+        """
+        def test_pair(exportcheck):
+            pair = model("PairChild")
+            exportcheck(pair, args=(torch.randn(2, 4),), checks=["hierarchy"],
+                        preserve_signatures=["inner"])
+            exportcheck(pair, args=(torch.randn(2, 4),), checks=["hierarchy"],
+                        preserve_signatures="iner")
+        """,
+    )
+    result = project.runpytest(test_file)
+    result.assert_outcomes(failed=1)
+    line = line_of(project, test_file, 'preserve_signatures="iner"') - 1
+    result.stdout.fnmatch_lines(
+        [
+            f"*[[]case[]] {test_file}:{line}: preserve_signatures names 'iner', which is no "
+            "submodule of the model (did you mean 'inner'?); its submodules: inner, inner.lin"
+        ]
     )

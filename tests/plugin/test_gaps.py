@@ -1,9 +1,10 @@
 """Gaps: a passing item whose check verified less than it says is visible and countable.
 
-Issue 28 measured hierarchy items whose submodule replay was skipped (a forward
-that mutates a buffer, a child called with keywords) and shapes items whose marker
-torch specialized passing with a note printed nowhere: not with -rA, not in the
-JSON report. Each surface below shows such a pass, under xdist too.
+Issue 28 measured hierarchy items whose submodule replay was skipped (here: a child
+that works only inside its parent's forward, which eager cannot call alone either)
+and shapes items whose marker torch specialized passing with a note printed
+nowhere: not with -rA, not in the JSON report. Each surface below shows such a pass,
+under xdist too.
 """
 
 from __future__ import annotations
@@ -13,19 +14,19 @@ import json
 import pytest
 from casekit import write_api_test, write_cases
 
-# counter: forward mutates a buffer, so no submodule is replayed alone;
-# keyword: its child is called with a keyword, so that child is not replayed alone;
-# mlp: every submodule replayed, no gap.
+# setup, attn: each child reads a factor its parent's forward sets and is called with a
+# keyword; the unflattened child's call raises, and so does eager's child called alone,
+# so neither is judged alone; mlp: every submodule replayed, no gap.
 GAPPY = """
 cases:
-  counter:
-    description: forward mutates a buffer
-    model: {target: models.py:Counter}
+  setup:
+    description: a child set up by its parent's forward
+    model: {target: models.py:SetsUpChild}
     inputs: {args: [{shape: [2, 4]}]}
     checks: [hierarchy, parity]
-  keyword:
-    description: a child called with a keyword argument
-    model: {target: models.py:KeywordChild}
+  attn:
+    description: the same, its child named attn
+    model: {target: models.py:SetsUpAttention}
     inputs: {args: [{shape: [2, 4]}]}
     checks: [hierarchy]
   mlp:
@@ -34,13 +35,20 @@ cases:
     inputs: {args: [{shape: [2, 4]}]}
     checks: [hierarchy, parity]
 """
-COUNTER_GAP = (
-    "submodules not run alone: forward mutates state (count), so a submodule's state when "
-    "eager called it is not the state it starts from"
-)
-KEYWORD_GAP = "inner not run alone: eager called it with keyword arguments (scale)"
-COUNTER_ITEM = "cases/main.yaml::counter::hierarchy[[]export-cpu[]]"
-KEYWORD_ITEM = "cases/main.yaml::keyword::hierarchy[[]export-cpu[]]"
+
+
+def _set_up_gap(fqn: str) -> str:
+    return (
+        f"{fqn} not run alone: u.{fqn}(float32[2, 4], scale=3.0) raises on eager's {fqn} too, "
+        "outside its parent's forward (AttributeError: 'NeedsParent' object has no attribute "
+        "'factor')"
+    )
+
+
+INNER_GAP = _set_up_gap("inner")
+ATTN_GAP = _set_up_gap("attn")
+INNER_ITEM = "cases/main.yaml::setup::hierarchy[[]export-cpu[]]"
+ATTN_ITEM = "cases/main.yaml::attn::hierarchy[[]export-cpu[]]"
 
 OFF = ["-p", "no:cacheprovider"]
 
@@ -64,17 +72,17 @@ def test_a_pass_with_gaps_is_counted_in_the_terminal_and_marked_in_the_matrix(
         [
             "legend: . passed  g passed with gaps  F failed  *",
             "case*HP",
-            "  counter*g.",
-            "  keyword*g",
+            "  setup*g.",
+            "  attn*g",
             "  mlp*..",
             "5 items: 5 passed",
             "*= exportcheck gaps =*",
             "2 passing items with 2 gaps (hierarchy 2); --exportcheck-strict-gaps *",
             "hierarchy (2 items):",
-            f"  {COUNTER_ITEM}",
-            f"      {COUNTER_GAP}",
-            f"  {KEYWORD_ITEM}",
-            f"      {KEYWORD_GAP}",
+            f"  {ATTN_ITEM}",
+            f"      {ATTN_GAP}",
+            f"  {INNER_ITEM}",
+            f"      {INNER_GAP}",
         ]
     )
 
@@ -90,13 +98,13 @@ def test_minus_r_a_shows_an_items_gaps_under_its_pass(
     project: pytest.Pytester, dist: list[str]
 ) -> None:
     write_cases(project, GAPPY)
-    result = run(project, *dist, "-rA", "-k", "counter")
+    result = run(project, *dist, "-rA", "-k", "setup")
     result.stdout.fnmatch_lines(
         [
             "*= PASSES =*",
-            "*_ counter::hierarchy[[]export-cpu[]] _*",
+            "*_ setup::hierarchy[[]export-cpu[]] _*",
             "*- Captured exportcheck gaps call -*",
-            f"hierarchy: {COUNTER_GAP}",
+            f"hierarchy: {INNER_GAP}",
         ]
     )
 
@@ -109,28 +117,28 @@ def test_the_json_and_markdown_reports_carry_each_gap_and_their_count(
     doc = json.loads((project.path / "report.json").read_text())
     assert doc["gaps"] == {"items": 2, "gaps": 2, "by_check": {"hierarchy": 2}}
     found = {item["nodeid"]: item["gaps"] for item in doc["items"]}
-    assert found["cases/main.yaml::counter::hierarchy[export-cpu]"] == [
-        {"check": "hierarchy", "what": "submodules not run alone", "why": COUNTER_GAP[26:]}
+    assert found["cases/main.yaml::setup::hierarchy[export-cpu]"] == [
+        {"check": "hierarchy", "what": "inner not run alone", "why": INNER_GAP[21:]}
     ]
-    assert found["cases/main.yaml::keyword::hierarchy[export-cpu]"] == [
+    assert found["cases/main.yaml::attn::hierarchy[export-cpu]"] == [
         {
             "check": "hierarchy",
-            "what": "inner not run alone",
-            "why": "eager called it with keyword arguments (scale)",
+            "what": "attn not run alone",
+            "why": ATTN_GAP[20:],
         }
     ]
     assert found["cases/main.yaml::mlp::hierarchy[export-cpu]"] is None
-    assert found["cases/main.yaml::counter::parity[export-cpu]"] is None
+    assert found["cases/main.yaml::setup::parity[export-cpu]"] is None
     markdown = (project.path / "report.md").read_text()
     assert "### Passed with gaps: 2 passing items with 2 gaps (hierarchy 2)" in markdown
-    assert f"| `cases/main.yaml::keyword::hierarchy[export-cpu]` | {KEYWORD_GAP} |" in markdown
-    assert "`g·`" in markdown  # counter's HP cells in the Markdown matrix
+    assert f"| `cases/main.yaml::attn::hierarchy[export-cpu]` | {ATTN_GAP} |" in markdown
+    assert "`g·`" in markdown  # setup's HP cells in the Markdown matrix
 
 
 def test_a_report_with_gaps_is_a_valid_baseline(project: pytest.Pytester) -> None:
     write_cases(project, GAPPY)
-    run(project, "--exportcheck-report", "report.json", "-k", "counter")
-    result = run(project, "--exportcheck-compare=report.json", "-k", "counter")
+    run(project, "--exportcheck-report", "report.json", "-k", "setup")
+    result = run(project, "--exportcheck-compare=report.json", "-k", "setup")
     result.stdout.fnmatch_lines(["*= exportcheck compare =*", "no changes; 2 unchanged"])
 
 
@@ -138,31 +146,32 @@ def test_a_gap_that_appears_or_goes_between_runs_is_a_change(
     project: pytest.Pytester, dist: list[str]
 ) -> None:
     # The same case name, first on a model every submodule of which is replayed,
-    # then on one that mutates a buffer: both runs pass; only the gap tells them apart.
-    write_cases(project, GAPPY.replace("models.py:Counter", "models.py:Mlp"))
-    run(project, "--exportcheck-report", "before.json", "-k", "counter")
+    # then on one whose child eager cannot call alone: both runs pass; only the gap tells
+    # them apart.
+    write_cases(project, GAPPY.replace("models.py:SetsUpChild", "models.py:Mlp"))
+    run(project, "--exportcheck-report", "before.json", "-k", "setup")
     write_cases(project, GAPPY)
     result = run(
         project, *dist, "--exportcheck-compare=before.json", "--exportcheck-report", "after.json",
-        "-k", "counter",
+        "-k", "setup",
     )  # fmt: skip
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
         [
             "1 gaps changed; 1 unchanged",
             "gaps changed (1):",
-            f"  {COUNTER_ITEM}  passed",
-            f"      +gap: {COUNTER_GAP}",
+            f"  {INNER_ITEM}  passed",
+            f"      +gap: {INNER_GAP}",
         ]
     )
     doc = json.loads((project.path / "after.json").read_text())
-    assert doc["comparison"]["gaps"] == ["cases/main.yaml::counter::hierarchy[export-cpu]"]
+    assert doc["comparison"]["gaps"] == ["cases/main.yaml::setup::hierarchy[export-cpu]"]
     # ... and back: the gap that went is a change too.
-    result = run(project, "--exportcheck-compare=after.json", "-k", "mlp or counter")
+    result = run(project, "--exportcheck-compare=after.json", "-k", "mlp or setup")
     assert "gaps changed" not in result.stdout.str()  # same runs: no change
-    write_cases(project, GAPPY.replace("models.py:Counter", "models.py:Mlp"))
-    result = run(project, "--exportcheck-compare=after.json", "-k", "counter")
-    result.stdout.fnmatch_lines([f"  {COUNTER_ITEM}  passed", f"      -gap: {COUNTER_GAP}"])
+    write_cases(project, GAPPY.replace("models.py:SetsUpChild", "models.py:Mlp"))
+    result = run(project, "--exportcheck-compare=after.json", "-k", "setup")
+    result.stdout.fnmatch_lines([f"  {INNER_ITEM}  passed", f"      -gap: {INNER_GAP}"])
 
 
 def test_strict_gaps_fails_a_pass_with_gaps_naming_them(
@@ -173,23 +182,23 @@ def test_strict_gaps_fails_a_pass_with_gaps_naming_them(
     result.assert_outcomes(passed=3, failed=2)
     result.stdout.fnmatch_lines(
         [
-            f"- not verified (--exportcheck-strict-gaps): {COUNTER_GAP}",
-            "  counter*F.",
-            "  keyword*F",
+            f"- not verified (--exportcheck-strict-gaps): {INNER_GAP}",
+            "  setup*F.",
+            "  attn*F",
             "  mlp*..",
         ]
     )
-    result.stdout.fnmatch_lines([f"FAILED {KEYWORD_ITEM} - [[]hierarchy[]] not veri*"])
+    result.stdout.fnmatch_lines([f"FAILED {ATTN_ITEM} - [[]hierarchy[]] not veri*"])
 
 
 def test_the_strict_gaps_ini_option_does_the_same(project: pytest.Pytester) -> None:
     write_cases(project, GAPPY)
     project.makeini("[pytest]\nexportcheck_strict_gaps = true\n")
-    result = run(project, "-k", "keyword")
+    result = run(project, "-k", "attn")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([f"- not verified (exportcheck_strict_gaps): {KEYWORD_GAP}"])
+    result.stdout.fnmatch_lines([f"- not verified (exportcheck_strict_gaps): {ATTN_GAP}"])
     project.makeini("[pytest]\nexportcheck_strict_gaps = false\n")
-    run(project, "-k", "keyword").assert_outcomes(passed=1)
+    run(project, "-k", "attn").assert_outcomes(passed=1)
 
 
 def test_a_strict_gaps_failure_is_the_checks_own_so_an_xfail_of_it_applies(
@@ -199,12 +208,12 @@ def test_a_strict_gaps_failure_is_the_checks_own_so_an_xfail_of_it_applies(
         project,
         """
         cases:
-          keyword:
-            description: a child called with a keyword argument
-            model: {target: models.py:KeywordChild}
+          attn:
+            description: a child set up by its parent's forward
+            model: {target: models.py:SetsUpAttention}
             inputs: {args: [{shape: [2, 4]}]}
             checks: [hierarchy]
-            xfail: {reason: keyword calls are not replayed, match: not verified}
+            xfail: {reason: eager cannot call its child alone either, match: not verified}
         """,
     )
     run(project, "--exportcheck-strict-gaps").assert_outcomes(xfailed=1)
@@ -278,18 +287,18 @@ def test_the_exportcheck_fixtures_items_carry_their_gaps_too(
         project,
         """
         def test_counter(exportcheck):
-            exportcheck(model("Counter"), args=(torch.randn(2, 4),), checks=["hierarchy"],
-                        name="counter")
+            exportcheck(model("SetsUpChild"), args=(torch.randn(2, 4),), checks=["hierarchy"],
+                        name="setup")
         """,
     )
     result = run(project, *dist, "test_model.py", "--exportcheck-report", "report.json")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [
-            "  test_counter::counter*g",
+            "  test_counter::setup*g",
             "1 passing item with 1 gap (hierarchy 1); *",
-            "  test_model.py::test_counter::counter::hierarchy[[]export-cpu[]]",
-            f"      {COUNTER_GAP}",
+            "  test_model.py::test_counter::setup::hierarchy[[]export-cpu[]]",
+            f"      {INNER_GAP}",
         ]
     )
     doc = json.loads((project.path / "report.json").read_text())

@@ -223,11 +223,15 @@ def test_a_submodule_wrong_when_run_alone_is_named(project: pytest.Pytester) -> 
     )
 
 
-def test_a_submodule_called_with_keywords_is_a_note_not_a_pass(project: pytest.Pytester) -> None:
-    write_cases(
-        project, hierarchy_of("KeywordChild", "kw", expect="    expect: {modules: [inner]}\n")
-    )
+def test_a_submodule_called_with_keywords_is_called_with_them(project: pytest.Pytester) -> None:
+    # Was a gap, "inner not run alone: eager called it with keyword arguments (scale)";
+    # u.inner(x, scale=2.0) raises in plain torch (torch 2.13).
+    write_cases(project, hierarchy_of("KeywordChild", "kw"))
     result = run_hierarchy(project)
+    result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        ["*inner not run alone: eager called it with keyword arguments (scale)"]
+        [
+            "*- inner (ScaledLinear): u.inner(float32[[]2, 4[]], scale=2.0) raises "
+            "AssertionError: kwarg_names length 0 does not match kwargs length 1; *"
+        ]
     )

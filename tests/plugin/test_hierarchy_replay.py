@@ -12,8 +12,11 @@ import pytest
 from casekit import inject, write_cases
 
 MODELS = '''
+from dataclasses import dataclass
+
 import torch
 from torch import nn
+from torch.utils import _pytree as pytree
 
 
 class DropTrain(nn.Module):
@@ -155,6 +158,162 @@ class SharedTracedApart(nn.Module):
 
     def forward(self, x):
         return self.seq(x)
+
+
+@dataclass
+class HeadOut:
+    logits: torch.Tensor
+    hidden: torch.Tensor
+
+
+if HeadOut not in pytree.SUPPORTED_NODES:
+    # A name to save it by: a preserved signature keeps HeadOut in the program's call graph.
+    torch.export.register_dataclass(HeadOut, serialized_type_name="replay_models.HeadOut")
+
+
+class Head(nn.Module):
+    """A transformers-style head: a ModelOutput-like return carrying its input along."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(8, 4)
+
+    def forward(self, h):
+        return HeadOut(logits=self.proj(h), hidden=h)
+
+
+class HeadNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = nn.Linear(8, 8)
+        self.head = Head()
+
+    def forward(self, x):
+        out = self.head(torch.relu(self.body(x)))
+        return out.logits, out.hidden
+
+
+class Masked(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x, mask=None, scale=1.0):
+        return self.lin(x) * mask * scale
+
+
+class MaskedNet(nn.Module):
+    """A child called with keywords, one a tensor input and one a float."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = Masked()
+
+    def forward(self, x, mask):
+        return self.inner(x, mask=mask, scale=2.0)
+
+
+class Pair(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x, y):
+        return self.lin(x) - y
+
+
+class PairNet(nn.Module):
+    """A child of two positional tensors: its graph takes them as (mul, x)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = Pair()
+
+    def forward(self, x):
+        return self.inner(x, x * 2)
+
+
+class Stepper(nn.Module):
+    """A counter of its own calls: its second call starts from count 1."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+        self.register_buffer("count", torch.zeros(()))
+
+    def forward(self, x):
+        self.count.add_(1)
+        return self.lin(x) * self.count
+
+
+class OneStep(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.pre = nn.Linear(8, 8)
+        self.step = Stepper()
+
+    def forward(self, x):
+        return self.step(self.pre(x))
+
+
+class Flatten(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(24, 4)
+
+    def forward(self, x):
+        return self.lin(x.reshape(x.shape[0], -1))
+
+
+class FlatNet(nn.Module):
+    """A child that reads the (dynamic) batch size."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pre = nn.Linear(8, 8)
+        self.flat = Flatten()
+
+    def forward(self, x):
+        return self.flat(self.pre(x))
+
+
+class Packed(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, pair):
+        (x,) = pair
+        return self.lin(x)
+
+
+class PackedNet(nn.Module):
+    """A child that takes its one tensor inside a tuple."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = Packed()
+
+    def forward(self, x):
+        return self.inner((x,))
+
+
+class Scaled(nn.Module):
+    def forward(self, x):
+        return x * self.factor  # set by the parent's forward
+
+
+class SetsUp(nn.Module):
+    """A child that works only inside its parent's forward, which sets its factor."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+        self.scaled = Scaled()
+
+    def forward(self, x):
+        self.scaled.factor = 2.0
+        return self.scaled(self.lin(x))
 '''
 
 
@@ -210,28 +369,217 @@ def test_a_dropout_in_train_mode_is_replayed_under_the_generator_state_eager_saw
     hierarchy(replay).assert_outcomes(passed=1)
 
 
-def test_a_child_whose_extra_output_the_parent_discards_is_compared_on_what_it_returns(
+def test_a_child_returning_fewer_outputs_than_eager_has_a_changed_return_type(
     replay: pytest.Pytester,
 ) -> None:
-    # Was: "attention (SelfAttn) run alone ... differs: structure differs". The dropped
-    # output is a note, shown here beside a failure on purpose (expect.modules).
-    write_cases(replay, case("KeepsContext", "[2, 3, 8]", "expect: {modules: [attention]}"))
+    # Was a pass with the gap "output [1] not compared: unflatten returns only the outputs
+    # the parent uses": its values agree, but u.attention(x)[0] is a row of the context,
+    # not the context (torch 2.13, plain torch: unflatten's child returns a bare Tensor).
+    write_cases(replay, case("KeepsContext", "[2, 3, 8]"))
     result = hierarchy(replay)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
             "*hierarchy check failed (1 finding):",
-            "*attention: output [[]1[]] (float32[[]2, 3, 3[]]) not compared: unflatten returns "
-            "only the outputs the parent uses",
+            "*- attention (SelfAttn): the return type changed: u.attention(float32[[]2, 3, 8[]]) "
+            "returns Tensor where eager's returns tuple(Tensor, Tensor): a caller of "
+            "u.attention(float32[[]2, 3, 8[]])[[]0[]] breaks ([[]1[]] is not returned: the "
+            "parent does not use it); add `preserve_signatures: [[]attention[]]` to the case "
+            "(torch.export's preserve_module_call_signature) to keep eager's calling convention",
         ]
     )
-    result.stdout.no_fnmatch_line("*structure differs*")
-
-
-def test_a_child_returning_both_outputs_in_its_own_order_passes(replay: pytest.Pytester) -> None:
-    # unflatten's child returns [probs, context], eager (context, probs): was a shape mismatch.
-    write_cases(replay, case("KeepsBoth", "[2, 3, 8]"))
+    result.stdout.no_fnmatch_line("*not compared*")
+    # The fix the finding names: u.attention(x) returns (context, probs) (torch 2.13).
+    write_cases(replay, case("KeepsContext", "[2, 3, 8]", "preserve_signatures: [attention]"))
     hierarchy(replay).assert_outcomes(passed=1)
+
+
+def test_a_dataclass_return_that_became_a_bare_tensor_is_a_finding(
+    replay: pytest.Pytester,
+) -> None:
+    # Was a pass with the gap "head: output .hidden not compared: unflatten returns only the
+    # outputs the parent uses" — the parent does use it; it is the head's own input.
+    write_cases(replay, case("HeadNet"))
+    result = hierarchy(replay)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*- head (Head): the return type changed: u.head(float32[[]2, 8[]]) returns Tensor "
+            "where eager's returns HeadOut(.logits, .hidden): a caller of "
+            "u.head(float32[[]2, 8[]]).logits breaks (.hidden is the call's own input, which "
+            "the child does not return); add `preserve_signatures: [[]head[]]` to the case "
+            "(torch.export's preserve_module_call_signature) to keep eager's calling convention"
+        ]
+    )
+    result.stdout.no_fnmatch_line("*parent does not use*")
+    # The fix the finding names: u.head(h) returns HeadOut (torch 2.13, plain torch).
+    write_cases(replay, case("HeadNet", extra="preserve_signatures: [head]"))
+    hierarchy(replay).assert_outcomes(passed=1)
+
+
+def test_a_child_returning_both_outputs_in_another_container_is_a_finding(
+    replay: pytest.Pytester,
+) -> None:
+    # Values agree (was a shape mismatch before they were matched leaf by leaf); the
+    # container does not: unflatten's child returns [probs, context], eager (context, probs).
+    write_cases(replay, case("KeepsBoth", "[2, 3, 8]"))
+    result = hierarchy(replay)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*- attention (SelfAttn): the return type changed: u.attention(float32[[]2, 3, 8[]]) "
+         "returns list(Tensor, Tensor) where eager's returns tuple(Tensor, Tensor): *; add "
+         "`preserve_signatures: [[]attention[]]` to the case *"]
+    )  # fmt: skip
+    result.stdout.no_fnmatch_line("*differs*")
+    write_cases(replay, case("KeepsBoth", "[2, 3, 8]", "preserve_signatures: [attention]"))
+    hierarchy(replay).assert_outcomes(passed=1)
+
+
+def masked_case() -> str:
+    return """
+cases:
+  subject:
+    description: a child called with keywords
+    model: {target: replay_models.py:MaskedNet}
+    inputs: {args: [{shape: [2, 8]}, {shape: [2, 8]}]}
+    captures: [export]
+    checks: [hierarchy]
+"""
+
+
+def test_a_child_called_with_keywords_is_called_with_them_and_judged(
+    replay: pytest.Pytester,
+) -> None:
+    # Was a pass with the gap "inner not run alone: eager called it with keyword arguments
+    # (mask, scale)"; plain torch, as users call it, raises (torch 2.13).
+    write_cases(replay, masked_case())
+    result = hierarchy(replay)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*- inner (Masked): u.inner(float32[[]2, 8[]], mask=float32[[]2, 8[]], scale=2.0) "
+            "raises AssertionError: kwarg_names length 1 does not match kwargs length 2; "
+            "eager's inner returns on the same call. The unflattened inner takes (mask, x); "
+            "add `preserve_signatures: [[]inner[]]` to the case (torch.export's "
+            "preserve_module_call_signature) to keep eager's calling convention"
+        ]
+    )
+    # The fix the finding names: u.inner(x, mask=m, scale=2.0) returns eager's (torch 2.13).
+    write_cases(replay, masked_case() + "    preserve_signatures: [inner]\n")
+    hierarchy(replay).assert_outcomes(passed=1)
+
+
+def test_a_child_of_several_positional_tensors_is_called_with_them_and_judged(
+    replay: pytest.Pytester,
+) -> None:
+    # Was a pass with the gap "inner not run alone: it takes 2 positional tensors, which a
+    # child's graph orders its own way"; plain torch: u.inner(x, x * 2) silently computes
+    # with the tensors swapped, its graph taking (mul, x) (torch 2.13, strict and not).
+    write_cases(replay, case("PairNet"))
+    result = hierarchy(replay)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*- inner (Pair) run alone on eager's inputs differs: inner output: 16 / 16 elements "
+            "outside tolerance *; it takes 2 positional tensors, and the unflattened inner's "
+            "graph takes (mul, x), in its own order; add `preserve_signatures: [[]inner[]]` to "
+            "the case (torch.export's preserve_module_call_signature) to keep eager's calling "
+            "convention"
+        ]
+    )
+    write_cases(replay, case("PairNet", extra="preserve_signatures: [inner]"))
+    result = replay.runpytest("--exportcheck", "-k", "hierarchy", "-rA")
+    result.assert_outcomes(passed=1)
+    assert "exportcheck gaps" not in result.stdout.str()
+
+
+def test_a_name_in_preserve_signatures_that_is_no_submodule_is_the_cases_error(
+    replay: pytest.Pytester,
+) -> None:
+    write_cases(replay, case("PairNet", extra="preserve_signatures: [inner.lin, iner]"))
+    result = hierarchy(replay)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*[[]case[]] cases/main.yaml:8: preserve_signatures names 'iner', which is no "
+            "submodule of the model (did you mean 'inner'?); its submodules: inner, inner.lin"
+        ]
+    )
+
+
+def test_a_child_whose_one_tensor_comes_in_a_tuple_is_called_as_eager_called_it(
+    replay: pytest.Pytester,
+) -> None:
+    # Was run as u.inner(x), which no user writes, and passed.
+    write_cases(replay, case("PackedNet"))
+    result = hierarchy(replay)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*- inner (Packed): u.inner((float32[[]2, 8[]],)) raises *"])
+
+
+def test_a_call_eager_cannot_make_alone_either_is_a_gap_saying_so(
+    replay: pytest.Pytester,
+) -> None:
+    write_cases(replay, case("SetsUp"))
+    break_unflatten(replay, "u.scaled.register_forward_pre_hook(lambda m, a: a[0].view(-7))")
+    result = replay.runpytest("--exportcheck", "-k", "hierarchy", "-rA")
+    result.stdout.fnmatch_lines(
+        [
+            "*scaled not run alone: u.scaled(float32[[]2, 8[]]) raises on eager's scaled too, "
+            "outside its parent's forward (AttributeError: 'Scaled' object has no attribute "
+            "'factor')"
+        ]
+    )
+
+
+def test_a_child_reading_a_dynamic_size_is_run_as_its_parent_calls_it(
+    replay: pytest.Pytester,
+) -> None:
+    # Was a pass with the gap "flat not run alone: called with eager's arguments it raised
+    # RuntimeError (its graph may take a size or a buffer too)". torch's unflatten passes
+    # the size in (also under preserve_module_call_signature): no export avoids it.
+    dynamic = """
+    dynamic:
+      dims: {batch: {min: 2, max: 16}}
+      shapes:
+        args[0]: {0: batch}"""
+    write_cases(replay, case("FlatNet", "[4, 3, 8]", dynamic, "export"))
+    result = replay.runpytest("--exportcheck", "-k", "hierarchy", "-rA")
+    result.assert_outcomes(passed=1)
+    assert "exportcheck gaps" not in result.stdout.str()
+    break_unflatten(replay, "u.flat.register_forward_hook(lambda m, a, out: out + 1.0)")
+    result = hierarchy(replay)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*- flat (Flatten) run alone on eager's inputs differs: flat output: *",
+            "*flat: u.flat(float32[[]4, 3, 8[]]) raises (RuntimeError: Expected positional "
+            "argument for parameter *): its graph takes the sizes it reads from its parent, *"
+            "run as u.flat(4, float32[[]4, 3, 8[]])",
+        ]
+    )
+
+
+def test_a_forward_mutating_state_has_its_children_run_from_the_state_eager_saw(
+    replay: pytest.Pytester,
+) -> None:
+    # Was a pass with the gap "submodules not run alone: forward mutates state (step.count)".
+    write_cases(replay, case("OneStep"))
+    result = replay.runpytest("--exportcheck", "-k", "hierarchy", "-rA")
+    result.assert_outcomes(passed=1)
+    assert "not run alone" not in result.stdout.str()
+    # A child whose state update is wrong when run alone is named, with the state.
+    break_unflatten(
+        replay, "u.step.register_forward_hook(lambda m, a, out: m.count.add_(1) * 0 + out)"
+    )
+    result = hierarchy(replay)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*- step (Stepper) run alone from the state eager's call started from leaves other "
+            "state: 'count': *eager 1, unflattened *"
+        ]
+    )
 
 
 def test_a_returned_output_that_differs_still_fails(replay: pytest.Pytester) -> None:
@@ -347,19 +695,4 @@ def test_the_second_call_of_a_split_shared_module_is_replayed_where_it_ran(
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         ["*- seq.0 (call 2, run as 'seq.2') (ByWidth) run alone on eager's inputs differs: *"]
-    )
-
-
-def test_a_skipped_replay_is_a_note_with_its_reason(replay: pytest.Pytester) -> None:
-    # Shown beside a failure on purpose (expect.modules): notes on a pass are the reports'.
-    write_cases(
-        replay,
-        case("Counter", "[2, 4]", "expect: {modules: [nothing]}").replace(
-            "replay_models.py:Counter", "models.py:Counter"
-        ),
-    )
-    result = hierarchy(replay)
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
-        ["*submodules not run alone: forward mutates state (count), so a submodule's state*"]
     )

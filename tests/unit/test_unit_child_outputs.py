@@ -57,3 +57,25 @@ def test_a_dropout_replayed_under_the_state_its_call_saw_draws_the_same_mask() -
     with under_rng(state):
         assert torch.equal(drop(x), eager)
     assert before.same_as(rng_state())  # the caller's generator is given back
+
+
+def test_a_long_list_is_capped_and_counted() -> None:
+    from pytest_exportcheck.checks.listdiff import capped
+
+    names = [f"layer{i}.bn.running_mean" for i in range(150)]
+    assert capped(names, limit=3) == (
+        "layer0.bn.running_mean, layer1.bn.running_mean, layer2.bn.running_mean ... and 147 more"
+    )
+    assert capped(names[:3], limit=3) == ", ".join(names[:3])
+
+
+def test_a_return_is_told_by_its_container() -> None:
+    from pytest_exportcheck.checks.child_calls import return_change, structure
+
+    out = torch.randn(2)
+    assert structure((out, None)) == "tuple(Tensor, None)"
+    assert return_change((out, (out, out)), [out, out, out]) == (
+        "returns list(Tensor, Tensor, Tensor) where eager's returns tuple(Tensor, tuple(Tensor, "
+        "Tensor))"
+    )
+    assert return_change(out, out.clone()) is None

@@ -266,8 +266,8 @@ def test_unknown_case_key_suggests_the_closest_one(tmp_path):
     assert "unknown key 'captrues' in cases.a (did you mean 'captures'?)" in error.message
     assert (
         "allowed: captures, checks, description, devices, dynamic, expect, inputs, load_imports, "
-        "loss_output, lower, model, programs, requires, seed, timeout, torch, when, xfail"
-        in (error.message)
+        "loss_output, lower, model, preserve_signatures, programs, requires, seed, timeout, torch, "
+        "when, xfail" in (error.message)
     )
 
 

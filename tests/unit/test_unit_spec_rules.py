@@ -221,6 +221,24 @@ def test_the_joint_graph_capture_needs_a_loss_output(tmp_path):
     assert error.message.startswith("capture 'aot-joint' needs `loss_output`")
 
 
+def test_preserve_signatures_are_read_with_their_line(tmp_path):
+    text = one_case("    preserve_signatures: [encoder.layers.0, head]\n")
+    (entry,) = load(tmp_path, text)
+    assert entry.case.preserve_signatures == ("encoder.layers.0", "head")
+    assert entry.case.preserve_signatures_line == line_with(text, "preserve_signatures")
+
+
+def test_preserve_signatures_need_an_export_capture(tmp_path):
+    text = one_case("    captures: [dynamo]\n    preserve_signatures: [head]\n")
+    error = case_error(tmp_path, text)
+    assert error.line == line_with(text, "preserve_signatures")
+    assert error.message == (
+        "preserve_signatures applies to the export captures (export, export-strict: "
+        "torch.export.export's preserve_module_call_signature), and this case runs neither "
+        "(captures: dynamo)"
+    )
+
+
 def test_an_accepted_difference_needs_a_reason(tmp_path):
     text = one_case(
         "    captures: [export, dynamo]\n"

@@ -1,0 +1,72 @@
+"""Where the case key ``preserve_signatures`` would keep a child's calling convention.
+
+Without ``preserve_module_call_signature`` an unflattened child takes the tensors
+of its inputs in its graph's own order (``u.inner(x, x * 2)`` against a graph of
+``(mul, x)``: wrong values, silently), maps keywords onto those inputs by name
+(``kwarg_names length 1 does not match kwargs length 2``), and returns the
+leaves its parent uses (eager ``HeadOut``, unflatten a bare ``Tensor``). Naming
+the child in the case's ``preserve_signatures`` (passed to export as that
+argument) keeps eager's convention: measured on torch 2.13, strict and not, for
+each of the three. So a hierarchy finding of one of them names the key.
+
+Not where it was measured not to help: a child eager calls more than once with
+other constants or shapes (a preserved child keeps one graph, its first call's:
+``u.step(x, scale=3.0)`` then computes with ``2.0``, and a graph specialized to
+width 8 raises at width 4), a child its parent passes a dynamic size (torch
+passes the size under preserve too), and a child the case names already.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.utils import _pytree as pytree
+
+from pytest_exportcheck.checks.localize import Call
+
+
+def keep_signature_hint(fqn: str) -> str:
+    """The remedy, as the case writes it: ``add `preserve_signatures: [inner]` ...``."""
+    return (
+        f"add `preserve_signatures: [{fqn}]` to the case (torch.export's "
+        "preserve_module_call_signature) to keep eager's calling convention"
+    )
+
+
+def hint_applies(case: Any, fqn: str, calls: list[Call]) -> bool:
+    """Whether naming ``fqn`` in ``preserve_signatures`` is known to keep its convention:
+    not named yet, and every eager call of it alike but in tensor values."""
+    if fqn in case.preserve_signatures:
+        return False
+    mine = [call for call in calls if call.fqn == fqn]
+    first = _call_key(mine[0].inputs) if mine else None
+    return all(_alike(_call_key(call.inputs), first) for call in mine[1:])
+
+
+def takes_sizes(stand_in: Call | None, call: Call) -> bool:
+    """Whether the unflattened parent passes the child ints eager's call did not: a size
+    it reads, which torch passes under ``preserve_module_call_signature`` too."""
+    if stand_in is None:
+        return False
+    return _ints(stand_in.inputs) > _ints(call.inputs)
+
+
+def _ints(inputs: Any) -> int:
+    leaves = pytree.tree_leaves(inputs)
+    return sum(isinstance(v, int) and not isinstance(v, bool) for v in leaves)
+
+
+def _call_key(inputs: Any) -> tuple[Any, list[Any]]:
+    """A call's inputs without tensor values: the tree, tensors by dtype and shape."""
+    leaves, spec = pytree.tree_flatten(inputs)
+    return spec, [
+        ("tensor", v.dtype, tuple(v.shape)) if isinstance(v, torch.Tensor) else v for v in leaves
+    ]
+
+
+def _alike(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # a constant whose == raises or is ambiguous: not known alike
+        return False
