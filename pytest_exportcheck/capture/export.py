@@ -34,6 +34,7 @@ from pytest_exportcheck.capture.record import (
 )
 from pytest_exportcheck.containment.failures import describe_exception
 from pytest_exportcheck.model.isolation import held_tensors, private_copy, quiet_torch_internals
+from pytest_exportcheck.model.preserved import preserved_names
 from pytest_exportcheck.model.program_files import saved_and_loaded  # chains.py reads it here
 from pytest_exportcheck.model.resharing import ShareKeeper
 from pytest_exportcheck.model.subject import Subject
@@ -53,7 +54,12 @@ def capture_export(subject: Subject, capture: str, *, strict: bool) -> ProgramRe
     started = time.perf_counter()
     try:
         program = torch.export.export(
-            model, args, kwargs, strict=strict, dynamic_shapes=dynamic, **_preserving(subject)
+            model,
+            args,
+            kwargs,
+            strict=strict,
+            dynamic_shapes=dynamic,
+            **_preserving(subject, model),
         )
     except Exception as exc:
         mode = "strict" if strict else "non-strict"
@@ -74,10 +80,10 @@ def capture_export(subject: Subject, capture: str, *, strict: bool) -> ProgramRe
     )
 
 
-def _preserving(subject: Subject) -> dict[str, Any]:
-    """The case's ``preserve_signatures``, as export takes them (nothing when none: the
-    call stays the one every other case makes)."""
-    names = subject.case.preserve_signatures
+def _preserving(subject: Subject, model: torch.nn.Module) -> dict[str, Any]:
+    """The case's ``preserve_signatures``, each pattern made the FQNs it names, as export
+    takes them (nothing when none: the call stays the one every other case makes)."""
+    names = preserved_names(subject.case, model)
     return {"preserve_module_call_signature": names} if names else {}
 
 

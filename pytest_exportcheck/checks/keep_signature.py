@@ -37,7 +37,7 @@ def keep_signature_hint(fqn: str) -> str:
 def hint_applies(case: Any, fqn: str, calls: list[Call]) -> bool:
     """Whether naming ``fqn`` in ``preserve_signatures`` is known to keep its convention:
     not named yet, and every eager call of it alike but in tensor values."""
-    if fqn in case.preserve_signatures:
+    if case.preserves(fqn):
         return False
     mine = [call for call in calls if call.fqn == fqn]
     first = _call_key(mine[0].inputs) if mine else None

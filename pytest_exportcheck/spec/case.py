@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -221,15 +222,20 @@ class Case:
     elsewhere: tuple[Elsewhere, ...] = ()
     # `dynamic:`: the dims the captures are told are dynamic (None: every dim static).
     dynamic: DynamicSpec | None = None
-    # `preserve_signatures:` submodule FQNs torch.export.export keeps the calling
-    # convention of (preserve_module_call_signature), so unflatten's child is called as
-    # eager's is; checked against the built model (model/preserved.py), at its line.
+    # `preserve_signatures:` submodule FQNs (or fnmatch patterns) torch.export.export keeps
+    # the calling convention of (preserve_module_call_signature), so unflatten's child is
+    # called as eager's is; checked against the built model (model/preserved.py), at its line.
     preserve_signatures: tuple[str, ...] = ()
     preserve_signatures_line: int | None = None
 
     @property
     def location(self) -> str:
         return f"{display_path(self.path)}:{self.line}"
+
+    def preserves(self, fqn: str) -> bool:
+        """Whether ``preserve_signatures`` names the submodule ``fqn`` (a name or a pattern:
+        ``blocks.*.attn``, as ``fnmatch`` matches)."""
+        return any(fnmatch.fnmatchcase(fqn, pattern) for pattern in self.preserve_signatures)
 
     def at(self, line: int | None) -> str:
         """``file:line`` of a line of this case's file (the case's own line if unknown)."""

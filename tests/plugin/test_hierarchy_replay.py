@@ -202,6 +202,19 @@ class Masked(nn.Module):
         return self.lin(x) * mask * scale
 
 
+class MaskedBlocks(nn.Module):
+    """Two blocks, each with a child called with keywords: a ViT's blocks.N.attn."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList([MaskedNet(), MaskedNet()])
+
+    def forward(self, x, mask):
+        for block in self.blocks:
+            x = block(x, mask)
+        return x
+
+
 class MaskedNet(nn.Module):
     """A child called with keywords, one a tensor input and one a float."""
 
@@ -467,6 +480,30 @@ def test_a_child_called_with_keywords_is_called_with_them_and_judged(
     # The fix the finding names: u.inner(x, mask=m, scale=2.0) returns eager's (torch 2.13).
     write_cases(replay, masked_case() + "    preserve_signatures: [inner]\n")
     hierarchy(replay).assert_outcomes(passed=1)
+
+
+def test_a_pattern_in_preserve_signatures_keeps_every_child_it_matches(
+    replay: pytest.Pytester,
+) -> None:
+    # A ViT has twelve blocks.N.attn called with keywords: one pattern names them all. Each
+    # block here is called with (x, mask) too, which its graph takes as (mask, x): ``*``
+    # spans dots as fnmatch's does, so blocks.* keeps the blocks and their children.
+    blocks = masked_case().replace("MaskedNet", "MaskedBlocks")
+    write_cases(replay, blocks)
+    result = hierarchy(replay)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*- blocks.0.inner (Masked): *", "*- blocks.0 (MaskedNet) run alone *takes (mask, x)*"]
+    )
+    write_cases(replay, blocks + "    preserve_signatures: [blocks.*]\n")
+    hierarchy(replay).assert_outcomes(passed=1)
+    write_cases(replay, blocks + "    preserve_signatures: [layers.*.inner]\n")
+    wrong = hierarchy(replay)
+    wrong.assert_outcomes(failed=1)
+    wrong.stdout.fnmatch_lines(
+        ["*[[]case[]] cases/main.yaml:*: preserve_signatures names 'layers.*.inner', which "
+         "matches no submodule of the model*"]
+    )  # fmt: skip
 
 
 def test_a_child_of_several_positional_tensors_is_called_with_them_and_judged(
