@@ -18,12 +18,22 @@ passes the size under preserve too), and a child the case names already.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch.utils import _pytree as pytree
 
 from pytest_exportcheck.checks.localize import Call
+
+
+@dataclass(frozen=True)
+class Remedy:
+    """What a calling-convention finding of a child ends with: how the case keeps eager's
+    convention (``keeps``), or why no export of it does (told, never failed)."""
+
+    text: str
+    keeps: bool
 
 
 def keep_signature_hint(fqn: str) -> str:

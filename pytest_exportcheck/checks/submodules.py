@@ -45,7 +45,12 @@ from pytest_exportcheck.checks.child_calls import (
     return_change,
 )
 from pytest_exportcheck.checks.child_outputs import match_child_outputs
-from pytest_exportcheck.checks.keep_signature import hint_applies, keep_signature_hint, takes_sizes
+from pytest_exportcheck.checks.keep_signature import (
+    Remedy,
+    hint_applies,
+    keep_signature_hint,
+    takes_sizes,
+)
 from pytest_exportcheck.checks.listdiff import capped
 from pytest_exportcheck.checks.localize import Call, hooked_calls, pair_calls
 from pytest_exportcheck.comparison.compare_values import Tolerance, compare_trees
@@ -98,16 +103,42 @@ def check_submodules_alone(case: Any, record: Any) -> list[str]:
         # BertSelfOutput; u.inner(x, x * 2) against a graph of (mul, x)), which a user's
         # call meets as wrong values, so it is run and judged like any other.
         shown = render_call(path, args, kwargs)
-        hint = ""
-        if hint_applies(case, call.fqn, calls) and not takes_sizes(stand_in, call):
-            hint = keep_signature_hint(call.fqn)
-        judged = _replay(target, call, stand_in, record, tolerance, label, shown, hint)
+        beyond = _beyond_the_case(case, call, calls, stand_in)
+        remedy = Remedy(beyond, False) if beyond else Remedy(keep_signature_hint(call.fqn), True)
+        judged = _replay(target, call, stand_in, record, tolerance, label, shown, remedy)
         if isinstance(judged, tuple):
             cannot.setdefault(call.fqn, judged[0])
         else:
             findings += judged
     findings += [Note(f"{fqn} not run alone: {why}") for fqn, why in sorted(cannot.items())]
     return findings
+
+
+def _beyond_the_case(case: Any, call: Call, calls: list[Call], stand_in: Call | None) -> str:
+    """Why no export of the case keeps ``call``'s calling convention ("" where naming the
+    child in ``preserve_signatures`` is known to)."""
+    if case.preserves(call.fqn):
+        return "it is named in preserve_signatures already, and torch's unflatten still differs"
+    if takes_sizes(stand_in, call):
+        return (
+            "its parent passes it a dynamic size, which torch does under "
+            "preserve_module_call_signature too"
+        )
+    if not hint_applies(case, call.fqn, calls):
+        return (
+            "eager calls it with other constants or shapes, and a preserved child keeps one graph"
+        )
+    return ""
+
+
+def _convention(text: str, remedy: Remedy) -> str:
+    """A finding about the child's calling convention (a raise on eager's call, another
+    return container): a finding with its remedy where the case can keep the convention,
+    else a statement about torch's unflatten, told, never the case's failure (nothing the
+    user changes turns it green)."""
+    if remedy.keeps:
+        return f"{text}; {remedy.text}"
+    return Note(f"{text} (no export keeps its calling convention: {remedy.text}; told, not failed)")
 
 
 def _replay(
@@ -118,10 +149,10 @@ def _replay(
     tolerance: Tolerance,
     label: str,
     shown: str,
-    hint: str,
+    remedy: Remedy,
 ) -> list[str] | tuple[str]:
     """The findings of one call run alone, or ``(why,)`` where it could not be run;
-    ``hint`` (where not empty) says how the case keeps eager's calling convention."""
+    ``remedy``: how the case keeps eager's calling convention, or why none does."""
     args, kwargs = clone_tree(call.inputs)
     unset = _restore(target, call.state_before)
     if unset:
@@ -141,10 +172,13 @@ def _replay(
             return (f"{shown} raises on eager's {call.fqn} too, outside its parent's forward "
                     f"({eager_raised})",)  # fmt: skip
         return [
-            f"{head}: {shown} raises {raised}; eager's {call.fqn} returns on the same call. "
-            f"The unflattened {call.fqn} takes ({_takes(target)})" + (f"; {hint}" if hint else "")
+            _convention(
+                f"{head}: {shown} raises {raised}; eager's {call.fqn} returns on the same call. "
+                f"The unflattened {call.fqn} takes ({_takes(target)})",
+                remedy,
+            )
         ]
-    return _judge(target, call, output, tolerance, label, head, shown, hint)
+    return _judge(target, call, output, tolerance, label, head, shown, remedy)
 
 
 def _takes(target: torch.nn.Module) -> str:
@@ -160,7 +194,7 @@ def _judge(
     label: str,
     head: str,
     shown: str,
-    hint: str,
+    remedy: Remedy,
 ) -> list[str]:
     findings: list[str] = []
     change = return_change(call.output, output)
@@ -177,29 +211,31 @@ def _judge(
         breaks = f": a caller of {shown}{read} breaks" if read else ""
         why = _why_not_returned(call, lost)
         findings.append(
-            f"{head}: the return type changed: {shown} {change}{breaks}"
-            + (f" ({why})" if why else "")
-            + (f"; {hint}" if hint else "")
+            _convention(
+                f"{head}: the return type changed: {shown} {change}{breaks}"
+                + (f" ({why})" if why else ""),
+                remedy,
+            )
         )
     if problems:
         findings.append(
             f"{head} run alone on eager's inputs differs: {problems[0]}"
             + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else "")
-            + _order_told(target, call, hint)
+            + _order_told(target, call, remedy)
         )
     findings += _state_after(target, call, tolerance, head)
     return findings
 
 
-def _order_told(target: torch.nn.Module, call: Call, hint: str) -> str:
+def _order_told(target: torch.nn.Module, call: Call, remedy: Remedy) -> str:
     """Why values of a call of several positional tensors may differ, and the remedy: the
     graph takes them in its own order (its names are the parent's values: ``mul, x``)."""
     tensors = [t for t in pytree.tree_leaves(call.inputs[0]) if isinstance(t, torch.Tensor)]
-    if len(tensors) < 2 or not hint:
+    if len(tensors) < 2 or not remedy.keeps:
         return ""
     return (
         f"; it takes {len(tensors)} positional tensors, and the unflattened {call.fqn}'s graph "
-        f"takes ({_takes(target)}), in its own order; {hint}"
+        f"takes ({_takes(target)}), in its own order; {remedy.text}"
     )
 
 
