@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+from pathlib import Path
 
 import torch
 
 from pytest_exportcheck.checks.keep_signature import hint_applies, takes_sizes
 from pytest_exportcheck.checks.localize import Call
+from pytest_exportcheck.spec.case import Case, ModelSpec
 
 
 def call(fqn: str, *args: object, index: int = 0, **kwargs: object) -> Call:
     return Call(fqn=fqn, index=index, kind="M", inputs=(args, kwargs), output=None)
 
 
-def case(*preserved: str) -> SimpleNamespace:
-    return SimpleNamespace(preserve_signatures=preserved)
+def case(*preserved: str) -> Case:
+    model = ModelSpec(target="m:M")
+    return Case("c", Path("c.yaml"), 1, "", model, {}, preserve_signatures=preserved)
 
 
 def test_a_child_called_once_or_alike_gets_the_hint() -> None:
@@ -28,6 +30,9 @@ def test_a_child_called_once_or_alike_gets_the_hint() -> None:
 
 def test_a_child_named_already_gets_no_hint() -> None:
     assert not hint_applies(case("inner"), "inner", [call("inner", torch.randn(2))])
+    # A pattern names it too (`*` spans dots, as fnmatch's does).
+    assert not hint_applies(case("blocks.*"), "blocks.0.attn", [call("blocks.0.attn")])
+    assert hint_applies(case("blocks.*.mlp"), "blocks.0.attn", [call("blocks.0.attn")])
 
 
 def test_a_child_called_with_other_constants_or_shapes_gets_no_hint() -> None:
