@@ -125,8 +125,10 @@ def _beyond_the_case(case: Any, call: Call, calls: list[Call], stand_in: Call | 
             "preserve_module_call_signature too"
         )
     if not hint_applies(case, call.fqn, calls):
+        count = sum(other.fqn == call.fqn for other in calls)
         return (
-            "eager calls it with other constants or shapes, and a preserved child keeps one graph"
+            f"eager calls it {count} times per forward, and a preserved child keeps one graph "
+            "for every call and loses its own submodules' calls"
         )
     return ""
 

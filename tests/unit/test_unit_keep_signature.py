@@ -20,12 +20,13 @@ def case(*preserved: str) -> Case:
     return Case("c", Path("c.yaml"), 1, "", model, {}, preserve_signatures=preserved)
 
 
-def test_a_child_called_once_or_alike_gets_the_hint() -> None:
+def test_a_child_called_once_gets_the_hint() -> None:
     x = torch.randn(2, 4)
     assert hint_applies(case(), "inner", [call("inner", x, scale=2.0)])
-    # Other tensor values, same dtype and shape: one graph serves both calls.
+    # Called twice alike: torchvision's RAFT update block, preserved, drops its own
+    # submodules' calls (torch 2.13), so the key is not known to keep it.
     calls = [call("inner", x, scale=2.0), call("inner", x * 3, index=1, scale=2.0)]
-    assert hint_applies(case(), "inner", calls)
+    assert not hint_applies(case(), "inner", calls)
 
 
 def test_a_child_named_already_gets_no_hint() -> None:
