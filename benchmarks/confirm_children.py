@@ -51,7 +51,7 @@ def compared(eager: Any, got: Any) -> str:
 
 
 def probe(label: str, model: torch.nn.Module, args: tuple, kwargs: dict, children: list[str],
-          preserve: tuple[str, ...]) -> None:  # fmt: skip
+          preserve: tuple[str, ...], dynamic: Any = None) -> None:  # fmt: skip
     model = model.eval()
     calls: dict[str, Any] = {}
 
@@ -82,7 +82,9 @@ def probe(label: str, model: torch.nn.Module, args: tuple, kwargs: dict, childre
     for hook in hooks:
         hook.remove()
     for kept in ((), preserve):
-        program = torch.export.export(model, args, kwargs, preserve_module_call_signature=kept)
+        program = torch.export.export(
+            model, args, kwargs, dynamic_shapes=dynamic, preserve_module_call_signature=kept
+        )
         unflattened = torch.export.unflatten(program)
         for fqn in children:
             a, k, out = calls[fqn]
@@ -103,6 +105,9 @@ def main(which: list[str]) -> None:
     models = {
         "vit": lambda: ("vit_tiny", zoo.timm_model("vit_tiny_patch16_224", img_size=64), (image,),
                         {}, ["blocks.0.attn"], ("blocks.0.attn",)),
+        "vit_dynamic": lambda: ("vit_dynamic", zoo.timm_model("vit_tiny_patch16_224",
+                                img_size=64), (image,), {}, ["blocks.0.attn"], ("blocks.0.attn",),
+                                {"x": {0: torch.export.Dim("batch", min=1, max=8)}}),
         "swin": lambda: ("swin_tiny", zoo.timm_model("swin_tiny_patch4_window7_224", img_size=64,
                          window_size=2), (image,), {}, ["layers.0.blocks.0.attn"],
                          ("layers.0.blocks.0.attn",)),
