@@ -99,8 +99,26 @@ def return_change(eager_output: Any, unflat_output: Any) -> str | None:
     return f"returns {got} where eager's returns {want}"
 
 
-def read_by_caller(eager_output: Any) -> str | None:
-    """How a caller reads eager's return (``.logits``, ``[0]``), to say what breaks."""
+def read_by_caller(eager_output: Any, got: Any = None) -> str | None:
+    """How a caller reads eager's return (``.logits``, ``[0]``, ``[1][0]``) where the
+    child's return ``got`` no longer gives what eager's did, to say what breaks."""
+    sequences = isinstance(eager_output, (tuple, list)) and isinstance(got, (tuple, list))
+    if got is not None and (type(got) is type(eager_output) or sequences):
+        pairs: list[tuple[str, Any, Any]] = []
+        if isinstance(eager_output, (tuple, list)) and len(got) == len(eager_output):
+            pairs = [
+                (f"[{i}]", e, g) for i, (e, g) in enumerate(zip(eager_output, got, strict=True))
+            ]
+        elif isinstance(eager_output, dict) and list(got) == list(eager_output):
+            pairs = [(f"[{k!r}]", eager_output[k], got[k]) for k in eager_output]
+        for step, want, have in pairs:
+            if type(want) is not type(have) or not _reads_alike(want, have):
+                return step  # a None for eager's int, or another tensor in its place
+            deeper = read_by_caller(want, have)
+            if deeper:
+                return step + deeper
+        if pairs:
+            return None  # every part reads as eager's: nothing a caller's read breaks
     fields = _fields(eager_output)
     if fields:
         return f".{fields[0]}"
@@ -109,3 +127,15 @@ def read_by_caller(eager_output: Any) -> str | None:
     if isinstance(eager_output, (tuple, list)) and eager_output:
         return "[0]"
     return None
+
+
+def _reads_alike(want: Any, have: Any) -> bool:
+    """Whether a caller reading ``have`` where eager's return held ``want`` gets it: a
+    tensor of its shape and values (unflatten may return a child's outputs reordered)."""
+    if not isinstance(want, torch.Tensor):
+        return True  # a container is read further; a constant's type was compared
+    return (
+        want.shape == have.shape
+        and want.dtype == have.dtype
+        and bool(torch.allclose(want, have, equal_nan=True))
+    )

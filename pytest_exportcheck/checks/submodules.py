@@ -209,7 +209,7 @@ def _judge(
         problems, lost = match_child_outputs(
             call.output, output, tolerance=tolerance, root=f"{label} output"
         )
-        read = read_by_caller(call.output)
+        read = read_by_caller(call.output, output)
         breaks = f": a caller of {shown}{read} breaks" if read else ""
         why = _why_not_returned(call, lost)
         findings.append(

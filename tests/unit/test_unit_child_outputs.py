@@ -79,3 +79,16 @@ def test_a_return_is_told_by_its_container() -> None:
         "Tensor))"
     )
     assert return_change(out, out.clone()) is None
+
+
+def test_what_a_caller_reads_is_where_the_return_first_breaks() -> None:
+    from pytest_exportcheck.checks.child_calls import read_by_caller
+
+    out = torch.randn(2)
+    # XCiT's patch embedding, preserved: (x, (Hp, Wp)) comes back as (x, (None, None)).
+    assert read_by_caller((out, (4, 4)), (out, (None, None))) == "[1][0]"
+    assert read_by_caller((out, (4, 4)), out) == "[0]"  # a bare tensor: indexing breaks
+    assert read_by_caller({"out": out}, out) == "['out']"
+    assert read_by_caller((out, out), [out, out]) is None  # a list reads as the tuple did
+    other = torch.randn(3)
+    assert read_by_caller((out, other), [other, out]) == "[0]"  # reordered: [0] is another
