@@ -96,6 +96,26 @@ def probe(label: str, model: torch.nn.Module, args: tuple, kwargs: dict, childre
             print(f"{label:14s} {'preserved' if kept else 'default  '} {fqn}: {verdict}")
 
 
+def raft_calls(zoo: Any) -> None:
+    """RAFT runs its update block once per flow update: the child calls of its submodules
+    that unflatten keeps, by default and with the update block preserved."""
+    model = zoo.tv("raft_small").eval()
+    frames = (torch.randn(2, 3, 128, 128), torch.randn(2, 3, 128, 128))
+    for kept in ((), ("update_block",)):
+        program = torch.export.export(
+            model, frames, {"num_flow_updates": 3}, preserve_module_call_signature=kept
+        )
+        unflattened = torch.export.unflatten(program)
+        calls = sum(
+            node.op == "call_module" and "motion_encoder" in str(node.target)
+            for module in unflattened.modules()
+            if isinstance(getattr(module, "graph", None), torch.fx.Graph)
+            for node in module.graph.nodes
+        )
+        label = "preserved" if kept else "default  "
+        print(f"raft_small     {label} call_module nodes of update_block.motion_encoder: {calls}")
+
+
 def main(which: list[str]) -> None:
     sys.path.insert(0, str(ROOT / "cases" / "field"))
     zoo = _module("exportcheck_field_zoo", ROOT / "cases" / "field" / "zoo.py")
@@ -143,7 +163,9 @@ def main(which: list[str]) -> None:
             ["embeddings", "encoder.layer.0.attention.output"], bert_kept,
         )  # fmt: skip
     print(torch.__version__)
-    for name in which or list(models):
+    if not which or "raft" in which:
+        raft_calls(zoo)
+    for name in [w for w in which if w != "raft"] if which else list(models):
         try:
             probe(*models[name]())
         except Exception as exc:  # one model's trouble does not hide the others'
