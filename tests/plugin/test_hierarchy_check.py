@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 from casekit import MLP_CASE, inject, write_cases
+from replaykit import break_unflatten
+from replaykit import hierarchy as run_hierarchy
 
 SHARED_CASE = """
 cases:
@@ -13,25 +15,6 @@ cases:
     inputs: {args: [{shape: [2, 4]}]}
     checks: [hierarchy]
 """
-
-
-def run_hierarchy(pytester: pytest.Pytester) -> pytest.RunResult:
-    return pytester.runpytest("--exportcheck", "-k", "hierarchy")
-
-
-def break_unflatten(pytester: pytest.Pytester, body: str) -> None:
-    """Make the record's unflattened module wrong in a chosen way."""
-    inject(
-        pytester,
-        f"""
-        make = record.fresh_unflattened
-        def broken():
-            u = make()
-            {body}
-            return u
-        record.fresh_unflattened = broken
-        """,
-    )
 
 
 def test_lost_sharing_is_reported_exactly_when_unflatten_loses_it(
