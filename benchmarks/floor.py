@@ -56,6 +56,7 @@ from torch.export.graph_signature import InputKind  # noqa: E402
 from torch.utils import _pytree as pytree  # noqa: E402
 
 from pytest_exportcheck.checks import signature as signature_check  # noqa: E402
+from pytest_exportcheck.checks import usage_scopes  # noqa: E402
 from pytest_exportcheck.comparison.compare_values import DEFAULT_TOLERANCES  # noqa: E402
 from pytest_exportcheck.model.build import build_inputs, build_model, seed_everything  # noqa: E402
 from pytest_exportcheck.spec import Case, load_case_file  # noqa: E402
@@ -73,7 +74,7 @@ KIND_NAMES = {
     InputKind.USER_INPUT: "user_input",
 }
 # The package's pure helpers are the same definitions, not the work measured.
-TRACED_CONSTANT = signature_check.TRACED_CONSTANT
+TRACED_CONSTANT = usage_scopes.TRACED_CONSTANT
 TOLERANCES = DEFAULT_TOLERANCES  # torch.testing.assert_close's (rtol, atol)
 tensor_identity = signature_check.tensor_identity
 eager_tensor = signature_check.eager_tensor
