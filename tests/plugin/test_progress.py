@@ -17,10 +17,13 @@ from casekit import write_cases
 
 import pytest_exportcheck
 
-# A model whose construction sleeps: its items' build is slow, the rest quick.
+# A model whose construction sleeps: its items' build is slow, the rest quick. Its
+# export sleeps too (a tenth of the build), so the capture's share of the time never
+# rounds to nothing: a warm non-strict export of one Linear takes a few milliseconds.
 SLOW_MODEL = """
 import time
 
+import torch
 from torch import nn
 
 
@@ -28,9 +31,12 @@ class Slow(nn.Module):
     def __init__(self, seconds: float) -> None:
         super().__init__()
         time.sleep(seconds)
+        self.seconds = seconds
         self.fc = nn.Linear(4, 4)
 
     def forward(self, x):
+        if torch.compiler.is_exporting():
+            time.sleep(self.seconds / 10)
         return self.fc(x)
 """
 
