@@ -60,11 +60,16 @@ def check_mode(case: Case, record: CaptureRecord) -> list[str]:
         )
     unrecorded = [op for op in unjudged if op.module is None]
     if unrecorded:
+        why = (
+            "the model's modules run in different modes"
+            if uniform is None
+            else f"they run with training={not uniform}, which a model's own code may pass"
+        )
         findings.append(
             Note(
                 f"{len(unrecorded)} op(s) with a training flag not judged: the graph records "
-                "no module that made them (an AOT joint graph keeps no nn_module_stack), and "
-                "the model's modules run in different modes"
+                f"no module that made them (an AOT joint graph keeps no nn_module_stack), and "
+                f"{why}"
             )
         )
     owned = [op for op in unjudged if op.module is not None]
