@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
+from pytest_exportcheck.checks.child_outputs import describe_leaf
 from pytest_exportcheck.checks.listdiff import capped
 
 _FIELDS_SHOWN = 6  # a ModelOutput of 12 fields still reads on one line
@@ -35,7 +36,7 @@ def module_access(path: str) -> str:
 def render_value(value: Any, depth: int = 0) -> str:
     """A short spelling of an argument: tensors by dtype and shape, others by ``repr``."""
     if isinstance(value, torch.Tensor):
-        return f"{str(value.dtype).removeprefix('torch.')}{list(value.shape)}"
+        return describe_leaf(value)
     if depth < 2 and isinstance(value, (tuple, list)):
         inner = capped([render_value(v, depth + 1) for v in value], limit=4)
         return (

@@ -39,7 +39,8 @@ def _kind(leaf: Any) -> tuple[Any, ...]:
     return (type(leaf).__name__,)
 
 
-def _describe(leaf: Any) -> str:
+def describe_leaf(leaf: Any) -> str:
+    """A leaf's spelling in messages: a tensor by dtype and shape (``float32[2, 8]``)."""
     if isinstance(leaf, torch.Tensor):
         return f"{str(leaf.dtype).removeprefix('torch.')}{list(leaf.shape)}"
     return type(leaf).__name__
@@ -58,7 +59,7 @@ def compare_child_outputs(
     problems, dropped = match_child_outputs(
         eager_output, unflat_output, tolerance=tolerance, root=root, names=names
     )
-    return problems, [f"{path or 'output'} ({_describe(leaf)})" for path, leaf in dropped]
+    return problems, [f"{path or 'output'} ({describe_leaf(leaf)})" for path, leaf in dropped]
 
 
 def match_child_outputs(
@@ -86,9 +87,9 @@ def match_child_outputs(
         candidates.sort(key=lambda i: i != position)  # the same position first, stable after
         if not candidates:
             problems.append(
-                f"{root}: {names[1]} returns a {_describe(got)} leaf (position {position}) "
+                f"{root}: {names[1]} returns a {describe_leaf(got)} leaf (position {position}) "
                 f"that no output leaf of {names[0]} matches; {names[0]} returns "
-                + (", ".join(f"{p or 'output'} {_describe(w)}" for p, w in wanted) or "none")
+                + (", ".join(f"{p or 'output'} {describe_leaf(w)}" for p, w in wanted) or "none")
             )
             continue
         first_problems: list[str] | None = None

@@ -9,11 +9,12 @@ the child in the case's ``preserve_signatures`` (passed to export as that
 argument) keeps eager's convention: measured on torch 2.13, strict and not, for
 each of the three. So a hierarchy finding of one of them names the key.
 
-Not where it was measured not to help: a child eager calls more than once with
-other constants or shapes (a preserved child keeps one graph, its first call's:
-``u.step(x, scale=3.0)`` then computes with ``2.0``, and a graph specialized to
-width 8 raises at width 4), a child its parent passes a dynamic size (torch
-passes the size under preserve too), and a child the case names already.
+Not where it was measured not to help: a child eager calls more than once per
+forward (a preserved child keeps one graph, its first call's: ``u.step(x,
+scale=3.0)`` then computes with ``2.0``, a graph specialized to width 8 raises at
+width 4, and RAFT's update block, called once per flow update, loses its own
+submodules' calls), a child its parent passes a dynamic size (torch passes the
+size under preserve too), and a child the case names already.
 """
 
 from __future__ import annotations

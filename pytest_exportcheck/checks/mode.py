@@ -191,8 +191,11 @@ def switch_findings(case: Case, record: ProgramRecord) -> list[str]:
 
 
 def _raised(what: str, exc: BaseException) -> str:
-    first = (exception_text(exc).splitlines() or [""])[0][:200]
-    return f"{what} raised {type(exc).__name__}: {first}"
+    return f"{what} raised {type(exc).__name__}: {_first_line(exc)}"
+
+
+def _first_line(exc: BaseException) -> str:
+    return (exception_text(exc).splitlines() or [""])[0][:200]
 
 
 def _module_switch(record: ProgramRecord, switch: str, other: str) -> Any:
@@ -200,8 +203,8 @@ def _module_switch(record: ProgramRecord, switch: str, other: str) -> Any:
     try:
         getattr(module, other)()
     except Exception as exc:
-        first = (exception_text(exc).splitlines() or [""])[0]
         return Info(
-            f"ep.module(){switch} raises {type(exc).__name__} on torch {torch.__version__}: {first}"
+            f"ep.module(){switch} raises {type(exc).__name__} on torch {torch.__version__}: "
+            f"{_first_line(exc)}"
         )
     return Info(f"ep.module(){switch} does not raise on torch {torch.__version__}")

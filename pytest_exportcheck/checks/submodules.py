@@ -114,16 +114,21 @@ def check_submodules_alone(case: Any, record: Any) -> list[str]:
     return findings
 
 
+# A child reading a dynamic size takes it from its parent: no export keeps its convention.
+_SIZED = Remedy(
+    "its parent passes it a dynamic size, which torch does under "
+    "preserve_module_call_signature too",
+    keeps=False,
+)
+
+
 def _beyond_the_case(case: Any, call: Call, calls: list[Call], stand_in: Call | None) -> str:
     """Why no export of the case keeps ``call``'s calling convention ("" where naming the
     child in ``preserve_signatures`` is known to)."""
     if case.preserves(call.fqn):
         return "it is named in preserve_signatures already, and torch's unflatten still differs"
     if takes_sizes(stand_in, call):
-        return (
-            "its parent passes it a dynamic size, which torch does under "
-            "preserve_module_call_signature too"
-        )
+        return _SIZED.text
     if not hint_applies(case, call.fqn, calls):
         count = sum(other.fqn == call.fqn for other in calls)
         return (
@@ -357,7 +362,7 @@ def _judge_as_parent_calls(
     except Exception as exc:
         return [f"{head}: {as_parent}, as its parent calls it, raises {type(exc).__name__}: "
                 f"{_first_line(exc)}"]  # fmt: skip
-    found = _judge(target, call, output, tolerance, label, head, as_parent, "")
+    found = _judge(target, call, output, tolerance, label, head, as_parent, _SIZED)
     told = Info(
         f"{label}: {shown} raises ({raised}): its graph takes the sizes it reads from its "
         f"parent, as torch's unflatten makes it for a dynamic size (also under "
