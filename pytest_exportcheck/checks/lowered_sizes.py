@@ -28,6 +28,7 @@ from pytest_exportcheck.capture.symbolic import kept_dims
 from pytest_exportcheck.checks.shape_runs import inputs_at, run_once, show_sizes
 from pytest_exportcheck.checks.shapes import checked_sizes
 from pytest_exportcheck.checks.size_plan import one_size, size_plan
+from pytest_exportcheck.checks.size_specs import refused
 from pytest_exportcheck.comparison.compare_values import Tolerance, compare_trees
 from pytest_exportcheck.containment.failures import Note
 from pytest_exportcheck.model.build import BuildError
@@ -70,7 +71,9 @@ def lowered_across_sizes(
             continue
         eager, eager_error, got, error = ran
         if eager_error is None and error is not None:
-            findings.append(f"{where}: the program {label} refused a size in the range: {error}")
+            findings.append(
+                f"{where}: the program {label} {refused(sizes, plan.undeclared)}: {error}"
+            )
         elif eager_error is not None and error is None:
             findings.append(f"{where}: eager raised {eager_error}, the program {label} computed")
         elif eager_error is None:

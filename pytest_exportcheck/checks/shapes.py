@@ -40,7 +40,7 @@ from pytest_exportcheck.checks.shape_runs import (
 )
 from pytest_exportcheck.checks.signal import no_signal, not_judged
 from pytest_exportcheck.checks.size_plan import one_size, size_plan
-from pytest_exportcheck.checks.size_specs import refused, undeclared_bounds
+from pytest_exportcheck.checks.size_specs import refused
 from pytest_exportcheck.checks.sized import sized_leaves
 from pytest_exportcheck.checks.steps import compare_step, lifted_state
 from pytest_exportcheck.comparison.compare_values import Tolerance, compare_trees
@@ -74,8 +74,7 @@ def check_shapes(case: Case, record: CaptureRecord) -> list[str]:
     findings = [
         told(f, case, record, plan.sized, fits) if isinstance(f, Narrowed) else f for f in findings
     ]
-    undeclared = undeclared_bounds(plan.spec, kept, plan.ranges)
-    findings += across_sizes(case, record, plan.sized, undeclared)
+    findings += across_sizes(case, record, plan.sized, plan.undeclared)
     findings += stepped_at_another_size(case, record, plan.sized)
     findings += outside_range(case, record, plan.sized, skip=set(plan.unbounded))
     findings += specialized_markers(case, record, plan.spec, kept, plan.examples)

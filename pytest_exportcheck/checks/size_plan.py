@@ -18,9 +18,10 @@ from pytest_exportcheck.capture.record import CaptureRecord
 from pytest_exportcheck.capture.symbolic import KeptDim
 from pytest_exportcheck.checks.shape_markers import marker_examples, marker_ranges, sizing_spec
 from pytest_exportcheck.checks.shape_runs import Sizes, built_sizes
+from pytest_exportcheck.checks.size_specs import undeclared_bounds
 from pytest_exportcheck.model.build import factory_takes_dims
 from pytest_exportcheck.spec import Case
-from pytest_exportcheck.spec.dynamic import DynamicSpec, NamedDim, Placement
+from pytest_exportcheck.spec.dynamic import DynamicSpec, Placement
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,9 @@ class SizePlan:
     examples: Sizes  # each marker's size in the example inputs
     sized: DynamicSpec  # ``spec`` with the markers torch kept dynamic as named dims
     unbounded: frozenset[str]  # markers the case gave no max: their range is torch's
-    ranges: dict[str, NamedDim]  # the range each marker is run across, by its size key
+    # Markers that leave a bound to torch, by size key: what they declare and torch
+    # recorded, so a refusal there names the spec it breaks (``size_specs.refused``).
+    undeclared: dict[str, str]
 
 
 def one_size(case: Case) -> str | None:
@@ -52,4 +55,5 @@ def size_plan(case: Case, record: CaptureRecord, kept: dict[Placement, KeptDim])
     ranges = marker_ranges(spec, kept, examples)
     unbounded = {p.key() for p in spec.markers() if p.marker and p.marker.max is None}
     sized = sizing_spec(spec, ranges, examples)
-    return SizePlan(spec, examples, sized, frozenset(unbounded), ranges)
+    undeclared = undeclared_bounds(spec, kept, ranges)
+    return SizePlan(spec, examples, sized, frozenset(unbounded), undeclared)

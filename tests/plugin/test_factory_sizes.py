@@ -78,8 +78,9 @@ def test_a_factorys_sizes_are_run_by_shapes_and_the_lowered_program(
     result.stdout.fnmatch_lines(
         [
             "*odd::lowered[[]saved-export-cpu[]]*",
-            "- at args[[]0[]] dim 0=2 (min): the program lowered to saved refused a size in "
-            f"the range: {guard}",
+            "- at args[[]0[]] dim 0=2 (min): the program lowered to saved refused args[[]0[]] "
+            "dim 0=2, which the dim's spec allows (no range declared: Dim.AUTO, torch recorded "
+            f"[[]2, inf[]]): {guard}",
         ]
     )
     result.stdout.no_fnmatch_line("*come in one size*")
