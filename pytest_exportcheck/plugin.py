@@ -8,6 +8,7 @@ per-process state and everything that touches torch load only when needed.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,8 @@ import pytest
 from pytest_exportcheck import CASE_SUFFIXES
 
 DEFAULT_CASE_PATHS = ["cases"]
+# The case directories collected in place of testpaths, for the header to say so.
+CASE_PATHS_COLLECTED = pytest.StashKey[list[str]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -281,6 +284,14 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
         namespace.file_or_dir = existing
 
 
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    paths = config.stash.get(CASE_PATHS_COLLECTED, None)
+    if paths is None:
+        return []
+    shown = ", ".join(os.path.relpath(p, config.invocation_params.dir) for p in paths)
+    return [f"exportcheck: collecting exportcheck_paths ({shown}), not testpaths"]
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
     """Before any ``pytest_configure``: a one-process run is supervised by a parent that
@@ -310,6 +321,9 @@ def pytest_configure(config: pytest.Config) -> None:
                 "name case files or directories on the command line, or set exportcheck_paths"
             )
         config.args = existing
+        # pytest's header would otherwise say "testpaths: tests": not what is collected.
+        config.args_source = pytest.Config.ArgsSource.ARGS
+        config.stash[CASE_PATHS_COLLECTED] = existing
     from pytest_exportcheck.items.session import ExportCheckSession
 
     config.pluginmanager.register(ExportCheckSession(config, case_dirs), "exportcheck-session")

@@ -61,6 +61,12 @@ def test_flag_without_paths_collects_the_case_dirs_not_testpaths(
     result = project.runpytest("--exportcheck", "--collect-only", "-q")
     result.stdout.fnmatch_lines(["cases/main.yaml::mlp::signature*"])
     result.stdout.no_fnmatch_line("*test_other*")
+    # The header says what is collected: pytest's own line would name testpaths.
+    header = project.runpytest("--exportcheck", "--collect-only")
+    header.stdout.fnmatch_lines(
+        ["exportcheck: collecting exportcheck_paths (cases), not testpaths"]
+    )
+    header.stdout.no_fnmatch_line("testpaths: tests")
 
 
 def test_flag_without_paths_loads_the_case_dirs_conftests_not_testpaths(
