@@ -144,11 +144,17 @@ def _wait_for(child: int, read_end: int) -> int:
     return 1 if fatal or code == 0 else code  # ended on purpose: a failed run, as pytest says
 
 
+def _one_line(text: str) -> str:
+    """The child's words on one line that starts with ours: GitHub's runner reads a
+    workflow command (``::error``) from any line, and "\\r" starts one for it too."""
+    return text.replace("\r", "\\r")
+
+
 def incomplete_run_message(running: str | None, fatal: str | None, status: int) -> str:
     """What the parent says when the session ended without reaching its end."""
-    where = f"while running {running}" if running else "before any item started"
+    where = f"while running {_one_line(running)}" if running else "before any item started"
     if fatal:
-        return f"exportcheck: the run ended {where}: {fatal}"
+        return f"exportcheck: the run ended {where}: {_one_line(fatal)}"
     how = _describe_status(status)
     return (
         f"exportcheck: the test process ended {where} ({how}) without reaching the end of "

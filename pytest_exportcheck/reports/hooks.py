@@ -17,7 +17,15 @@ from typing import Any
 import pytest
 
 from pytest_exportcheck.recordings.atomic import stale_note
-from pytest_exportcheck.reports import gap_summary, github, html, json_report, markdown, nearest
+from pytest_exportcheck.reports import (
+    gap_summary,
+    github,
+    html,
+    inert_output,
+    json_report,
+    markdown,
+    nearest,
+)
 from pytest_exportcheck.reports import matrix as matrix_mod
 from pytest_exportcheck.reports.compare_runs import Comparison, RunScope, compare
 from pytest_exportcheck.reports.compare_runs import render as render_comparison
@@ -65,6 +73,7 @@ class ReportPlugin:
         self.run: dict[str, Any] = {}
         self.started = time.time()
         self.messages: list[tuple[str, dict[str, bool]]] = []  # (line, markup) after the rest
+        self.inert: inert_output.InertLines | None = None  # under GitHub Actions
         base = config.invocation_params.dir
         report = config.getoption("exportcheck_report")
         self.report_path = (base / report) if report else None
@@ -94,8 +103,15 @@ class ReportPlugin:
             except json_report.BaselineError as exc:
                 raise pytest.UsageError(f"--exportcheck-compare: {exc}") from None
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.started = time.time()
+        # Before the first line is printed: from here on no model's text can act on CI.
+        self.inert = (
+            inert_output.make_inert(self.config)
+            if self.active and github.annotating(self.github_mode, os.environ)
+            else None
+        )
 
     # What this run looked at, for --exportcheck-compare: without xdist from the
     # collection itself; under xdist from the workers (each collects the same).
@@ -244,4 +260,7 @@ class ReportPlugin:
             stale = getattr(session, "stale_recordings", [])
             root = self.config.rootpath
             for line in github.annotations(self.results, stale, root=root, environ=os.environ):
-                terminalreporter.write_line(line)
+                if self.inert is not None:
+                    self.inert.command(line)
+                else:
+                    terminalreporter.write_line(line)

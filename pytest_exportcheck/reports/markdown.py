@@ -15,18 +15,18 @@ from pytest_exportcheck.reports import gap_summary
 from pytest_exportcheck.reports import matrix as matrix_mod
 from pytest_exportcheck.reports import nearest as nearest_mod
 from pytest_exportcheck.reports.compare_runs import Comparison, arrow
+from pytest_exportcheck.reports.markdown_text import md_code, md_text
 from pytest_exportcheck.reports.results import FAILING, NOT_APPLICABLE, OUTCOMES, describe_totals
 
 _MAX_LISTED = 100
 
 
 def _cell(text: Any) -> str:
-    return matrix_mod.md_text(str(text)) if text is not None else ""
+    return md_text(str(text)) if text is not None else ""
 
 
 def _code(text: Any) -> str:
-    quoted = _cell(text).replace("`", "'")
-    return f"`{quoted}`"
+    return md_code(str(text))
 
 
 def _listed(rows: list[str], total: int, what: str) -> list[str]:

@@ -8,9 +8,9 @@ fails which check where — reads at a glance in a CI log. It is built from
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
+from pytest_exportcheck.reports.markdown_text import md_code, md_text
 from pytest_exportcheck.reports.results import ItemResult
 from pytest_exportcheck.spec.case import ALL_CHECKS, LOWERED_CHECKS
 
@@ -231,11 +231,6 @@ def render_text(matrix: Matrix, width: int = 120) -> list[str]:
     return lines
 
 
-def md_text(text: str) -> str:
-    """Table-safe Markdown text: pipes escaped, newlines flattened."""
-    return re.sub(r"\s*\n\s*", " ", text).replace("|", "\\|")
-
-
 def render_markdown(matrix: Matrix) -> list[str]:
     """The matrix as a GitHub-flavoured Markdown table (blank cells shown as ·)."""
     groups = _groups(matrix)
@@ -250,7 +245,7 @@ def render_markdown(matrix: Matrix) -> list[str]:
         "|" + "---|" * len(header),
     ]
     for row in matrix.rows:
-        cells = [f"`{md_text(row.file)}`", f"`{md_text(row.case)}`"]
+        cells = [md_code(row.file), md_code(row.case)]
         if matrix.per_device:
             cells.append(row.device or "")
         if row.broken is not None:
