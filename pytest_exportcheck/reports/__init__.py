@@ -9,6 +9,8 @@ need not have loaded.
 * ``matrix.py``    results → the case x capture x check matrix (terminal and Markdown);
 * ``json_report.py`` the JSON document, its atomic write, reading a baseline back;
 * ``markdown.py``  the Markdown rendering for CI job summaries;
+* ``markdown_text.py`` user text in Markdown: no HTML, no link;
+* ``inert_output.py`` under GitHub Actions, no printed line of user text is a command;
 * ``compare_runs.py`` this run against a baseline report;
 * ``gap_summary.py`` passing items whose check verified less than it says, counted;
 * ``github.py``    GitHub Actions: annotations per root cause, the job summary;
