@@ -301,7 +301,7 @@ class CheckItem(pytest.Item):
         if error.stage not in ("case", "eager", "internal"):  # what an xfail could expect
             from pytest_exportcheck.spec.versions import unmet_xfail_note
 
-            note = unmet_xfail_note(self.case, self.capture, self.check, self.device)
+            note = unmet_xfail_note(self.case, self.capture, self.check, self.device, error.stage)
             text += f"\n{note}" if note else ""
         show_traceback = (
             error.stage == "internal"
