@@ -3,7 +3,9 @@
 # device and the project's tests under -n 14, the lowering targets on the GPU, then
 # the scaling curve of the corpus on CPU (-n 14 with and without the GPU visible,
 # serial, 8, 4, 2). Everything lands in
-# OUTDIR/device.tgz plus OUTDIR/walls.txt (the device tool returns at most 8 files).
+# OUTDIR/device.tgz plus OUTDIR/walls.txt (the device tool returns at most 8 files), and
+# the corpus's JSON report on every device, OUTDIR/corpus-report.json, to commit beside
+# the record's Markdown (DEVELOPERS.md).
 #
 #   bash benchmarks/device_run.sh "$OUT" 540
 #
@@ -68,6 +70,16 @@ export work
 # tests, both under -n 14; the first run also fills pytest's cache with item durations,
 # so the later corpus runs schedule longest first as a CI job with a restored cache would.
 step gpu 90 bash -c 'corpus "$@"' corpus gpu 14 --exportcheck-devices all
+# Its report on its own, at once (a later step cut off by the call's limit must not take
+# it along): every item's outcome, stage and message, so the next GPU run is compared item
+# by item (--exportcheck-compare). Gzipped only past the 16 MiB a returned file may have.
+if [ -f "$work/gpu.json" ]; then
+    if [ "$(stat -c %s "$work/gpu.json")" -lt $((15 << 20)) ]; then
+        cp "$work/gpu.json" "$out/corpus-report.json"
+    else
+        gzip -c "$work/gpu.json" >"$out/corpus-report.json.gz"
+    fi
+fi
 # worksteal: the suite's slowest tests (pytester subprocesses) otherwise queue behind one
 # worker at the end. A test past 150 s is stopped with its stack (pytest-timeout, in the
 # machine's image) rather than silently eating the budget, as on 2026-11-27.

@@ -556,6 +556,24 @@ class AbortsWhileExported(nn.Module):
         return self.lin(x)
 
 
+class SegfaultsInParity(nn.Module):
+    """Eager and its capture are fine; when the parity check runs it, it kills its process
+    with SIGSEGV (a stand-in for torch's crash in a lowering's load)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        import inspect
+        import os
+        import signal
+
+        if any(frame.function == "check_parity" for frame in inspect.stack(0)):
+            os.kill(os.getpid(), signal.SIGSEGV)
+        return self.lin(x)
+
+
 class HangsWhileExported(nn.Module):
     """Eager is fine; tracing for export never returns."""
 

@@ -77,6 +77,9 @@ class Crash:
     peak_rss: int | None = None  # the worker's peak resident memory when last measured
     signal: int | None = None  # the signal that ended the worker, where the controller saw it
     ended_by: str | None = None  # why this plugin ended the worker itself (stages.end_process)
+    # The item's xfail as the worker wrote it (items/expected_crashes.py), for the
+    # controller, which loads no cases, to judge the crash by.
+    xfail: dict[str, Any] | None = None
 
     @property
     def killed_for_memory(self) -> bool:
@@ -205,11 +208,17 @@ class Breadcrumb:
         self._sampler: threading.Thread | None = None
 
     def start(
-        self, nodeid: str, location: str, properties: list[tuple[str, Any]], unit: Key | None = None
+        self,
+        nodeid: str,
+        location: str,
+        properties: list[tuple[str, Any]],
+        unit: Key | None = None,
+        xfail: dict[str, Any] | None = None,
     ) -> None:
         self._state = {"nodeid": nodeid, "location": location, "stage": "setup", "key": None,
                        "properties": [list(p) for p in properties],
-                       "unit": list(unit) if unit is not None else None}  # fmt: skip
+                       "unit": list(unit) if unit is not None else None,
+                       "xfail": xfail}  # fmt: skip
         self._write()
         global _CURRENT
         _CURRENT = self
@@ -297,6 +306,7 @@ class Breadcrumb:
             unit=tuple(state["unit"]) if state.get("unit") else None,
             peak_rss=state.get("peak_rss"),
             ended_by=state.get("ended_by"),
+            xfail=state.get("xfail"),
         )
 
 
@@ -347,7 +357,8 @@ class CrashLog:
         condemned = crash.condemns()
         if condemned is not None:
             entry = {"key": list(condemned), "nodeid": crash.nodeid, "worker": crash.worker,
-                     "stage": crash.stage, "memory": crash.killed_for_memory}  # fmt: skip
+                     "stage": crash.stage, "memory": crash.killed_for_memory,
+                     "signal": crash.signal}  # fmt: skip
             write_atomically(self._entry(condemned), json.dumps(entry))
 
     def find(self, key: Key) -> WorkerCrash | None:
@@ -363,32 +374,13 @@ class CrashLog:
                 "would likely be killed too: run this case with fewer workers, or alone"
             )
         what = f"the {key[-1]} capture" if entry["stage"] == "capture" else "this case"
+        # The signal too: an xfail's match (stage crashed) reads it here as on the crash.
+        by = f"by {_signal_name(entry['signal'])}, " if entry.get("signal") else ""
         return WorkerCrash(
             f"not run: {what} killed worker {entry['worker']} in the {entry['stage']} stage "
-            f"on {key[2]} (while running {entry['nodeid']}); running it again would kill "
+            f"on {key[2]} ({by}while running {entry['nodeid']}); running it again would kill "
             "another worker"
         )
 
     def _entry(self, key: Key) -> Path:
         return self.directory / (hashlib.sha1("\0".join(key).encode()).hexdigest() + ".crash")
-
-
-def restarts_used_up(config: Any) -> bool:
-    """Whether xdist stops the run at the crash being handled, replacing no worker (it
-    counts the crash after ``pytest_handlecrashitem``: ``DSession.worker_errordown``)."""
-    dsession = config.pluginmanager.getplugin("dsession")
-    limit = getattr(dsession, "_max_worker_restart", None)
-    failed = getattr(dsession, "_failed_nodes_count", 0)
-    return limit is not None and failed + 1 > limit
-
-
-def unrun_lines(collection: list[str], reported: set[str]) -> list[str]:
-    """After xdist stopped the run at a crash: the items it never ran."""
-    unrun = [nodeid for nodeid in collection if nodeid not in reported]
-    if not unrun:
-        return []
-    shown = ", ".join(unrun[:10]) + (f" and {len(unrun) - 10} more" if len(unrun) > 10 else "")
-    return [
-        "exportcheck: the run stopped at a crashed worker (--max-worker-restart used up): "
-        f"{len(unrun)} item(s) not run: {shown}"
-    ]

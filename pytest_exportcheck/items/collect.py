@@ -118,16 +118,10 @@ class CheckItem(pytest.Item):
         self.device = device
         self.add_marker(pytest.mark.exportcheck)
         xfail = case.xfail_for(capture, check, device)
-        if xfail is not None:
-            # Only export's failures can be expected: a broken case or eager
-            # forward must fail even under an xfail written for export.
-            from pytest_exportcheck.containment.failures import CaptureError, CheckFailure
+        if xfail is not None:  # export's failures only, or a crash (expected_crashes.py)
+            from pytest_exportcheck.items.expected_crashes import xfail_marker
 
-            self.add_marker(
-                pytest.mark.xfail(
-                    reason=xfail.reason, strict=xfail.strict, raises=(CaptureError, CheckFailure)
-                )
-            )
+            self.add_marker(xfail_marker(xfail))
         if xfail is not None and xfail.line is not None:  # where a CI annotation points
             self.user_properties.append(("exportcheck_xfail_line", xfail.line))
         self.user_properties += [
@@ -165,6 +159,7 @@ class CheckItem(pytest.Item):
         )
         from pytest_exportcheck.containment.item_guards import item_guards
         from pytest_exportcheck.containment.process_state import LeakedState
+        from pytest_exportcheck.items.expected_crashes import for_breadcrumb
         from pytest_exportcheck.items.gaps import gaps_on_pass
         from pytest_exportcheck.items.item_run import NotRunnable, skip_reason
         from pytest_exportcheck.model.isolation import seeded
@@ -172,9 +167,14 @@ class CheckItem(pytest.Item):
         reason = skip_reason(self.case, self.check, self.capture, self.device)
         if reason is not None:
             _skip_here(reason)
-        # Under xdist: where this worker is, should the model kill it (crashes.py).
+        # Under xdist: where this worker is, should the model kill it (crashes.py), and
+        # the xfail the controller judges the crash by (expected_crashes.py).
         unit = self.capture_key() if self.check != "consistency" else None
-        self._session.breadcrumb.start(self.nodeid, self.case.location, self.user_properties, unit)
+        xfail = self.case.xfail_for(self.capture, self.check, self.device)
+        self._session.breadcrumb.start(
+            self.nodeid, self.case.location, self.user_properties, unit,
+            for_breadcrumb(xfail, self.case),
+        )  # fmt: skip
         try:
             # One fork of the RNG per item: runs inside reseed freely, and the
             # user's own tests in this session get their RNG state back.
@@ -301,7 +301,7 @@ class CheckItem(pytest.Item):
         if error.stage not in ("case", "eager", "internal"):  # what an xfail could expect
             from pytest_exportcheck.spec.versions import unmet_xfail_note
 
-            note = unmet_xfail_note(self.case, self.capture, self.check, self.device)
+            note = unmet_xfail_note(self.case, self.capture, self.check, self.device, error.stage)
             text += f"\n{note}" if note else ""
         show_traceback = (
             error.stage == "internal"

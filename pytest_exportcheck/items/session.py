@@ -266,8 +266,8 @@ class ExportCheckSession(WorkerCrashes):
             terminalreporter.section("exportcheck recordings")
             for line in self._recording_lines:
                 terminalreporter.line(line)
-        for line in self._unrun_lines():
-            terminalreporter.line(line, red=True)
+        for line, markup in self._crash_lines():
+            terminalreporter.line(line, **markup)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:

@@ -2,7 +2,8 @@
 
 A worker leaves breadcrumbs in the controller's crash log (``containment/crashes.py``)
 as it builds subjects and captures; when one dies, the controller reports the item
-it was running as ``[crashed]`` with the stage and the signal, keeps the recording
+it was running as ``[crashed]`` with the stage and the signal (or as xfailed, where
+the item's xfail expects the crash: ``expected_crashes.py``), keeps the recording
 entries it can no longer observe, and, once xdist's restarts are used up, lists the
 items that never ran. A subject or capture that killed a worker is not built again.
 """
@@ -20,9 +21,8 @@ from pytest_exportcheck.containment.crashes import (
     CrashLog,
     Where,
     exit_signal,
-    restarts_used_up,
-    unrun_lines,
 )
+from pytest_exportcheck.items.expected_crashes import CRASHED, expected_crash_lines, judge
 
 if TYPE_CHECKING:
     from pytest_exportcheck.recordings.recording import RecordingStore
@@ -39,6 +39,7 @@ class WorkerCrashes:
 
     def _start_crash_log(self, workerinput: dict[str, Any]) -> None:
         self._stopped_collection: list[str] = []  # xdist stopped at a crash: what it had
+        self._expected_crashes: list[tuple[str, str]] = []  # (node id, text): xfailed
         self._node_errors: dict[str, object] = {}
         self._crash_log: CrashLog | None = None
         if WORKER_CRASHES in workerinput:
@@ -59,13 +60,19 @@ class WorkerCrashes:
             return
         stops = restarts_used_up(self.config)
         error = self._node_errors.get(crash.worker)
-        report.longrepr = f"[crashed] {crash.describe(error, run_goes_on=not stops)}"
+        verdict = judge(crash.xfail, f"[{CRASHED}] {crash.describe(error, run_goes_on=not stops)}")
+        report.longrepr = verdict.text
+        if verdict.wasxfail is not None:  # as pytest reports an xfail: skipped, wasxfail
+            report.outcome = "skipped"
+            report.wasxfail = verdict.wasxfail
+            report.when = "call"  # xdist's "???" reads "XFAIL at ??? of" in the summary
+            self._expected_crashes.append((crashitem, verdict.text))
         if stops:
             self._stopped_collection = next(iter(sched.registered_collections.values()), [])
         if self.recordings.update:  # its observation died with it: keep the file's entries
             case_file = Path(self.config.rootpath, crash.location.rpartition(":")[0])
             self.recordings.incomplete.add(str(case_file.resolve()))
-        report.user_properties = [*crash.properties, ("exportcheck_stage", "crashed")]
+        report.user_properties = [*crash.properties, ("exportcheck_stage", CRASHED)]
         path, _, line = crash.location.rpartition(":")
         if line.isdigit():
             report.location = (path, int(line) - 1, crashitem.split("::", 1)[-1])
@@ -100,5 +107,32 @@ class WorkerCrashes:
         if crashed is not None:
             raise crashed
 
-    def _unrun_lines(self) -> list[str]:
-        return unrun_lines(self._stopped_collection, self._reported)
+    def _crash_lines(self) -> list[tuple[str, dict[str, bool]]]:
+        """The summary's lines and their markup: the crashes xfails expected, the items a
+        stop left unrun."""
+        expected = expected_crash_lines(self._expected_crashes)
+        unrun = unrun_lines(self._stopped_collection, self._reported)
+        return [(line, {"yellow": True}) for line in expected] + [
+            (line, {"red": True}) for line in unrun
+        ]
+
+
+def restarts_used_up(config: Any) -> bool:
+    """Whether xdist stops the run at the crash being handled, replacing no worker (it
+    counts the crash after ``pytest_handlecrashitem``: ``DSession.worker_errordown``)."""
+    dsession = config.pluginmanager.getplugin("dsession")
+    limit = getattr(dsession, "_max_worker_restart", None)
+    failed = getattr(dsession, "_failed_nodes_count", 0)
+    return limit is not None and failed + 1 > limit
+
+
+def unrun_lines(collection: list[str], reported: set[str]) -> list[str]:
+    """After xdist stopped the run at a crash: the items it never ran."""
+    unrun = [nodeid for nodeid in collection if nodeid not in reported]
+    if not unrun:
+        return []
+    shown = ", ".join(unrun[:10]) + (f" and {len(unrun) - 10} more" if len(unrun) > 10 else "")
+    return [
+        "exportcheck: the run stopped at a crashed worker (--max-worker-restart used up): "
+        f"{len(unrun)} item(s) not run: {shown}"
+    ]

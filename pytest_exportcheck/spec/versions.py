@@ -172,15 +172,21 @@ def _as_list(value: Any) -> list[Any]:
 # where it is written, naming the installed torch as its metadata says.
 
 
-def unmet_xfail_note(case: Case, capture: str, check: str, device: str) -> str:
-    """For a failing item: the xfails withheld from this torch that cover it ('' if none)."""
+def unmet_xfail_note(
+    case: Case, capture: str, check: str, device: str, stage: str | None = None
+) -> str:
+    """For a failing item (of ``stage``): the xfails withheld from this torch that cover it
+    ('' if none). One whose ``stage:`` names another stage is not this failure (a crash
+    expected on one torch says nothing of a finding on another)."""
     installed = _installed()
     notes = [
         f"version condition: the xfail at {case.at(e.line)} covers this item for torch "
         f"{e.torch} only, and torch {installed} fails it too; if this is the behaviour it "
         f"names ({_gist(e.xfail.reason)}), move its boundary to take {_minor(installed)} in"
         for e in case.elsewhere
-        if e.xfail is not None and e.xfail.applies_to(capture, check, device)
+        if e.xfail is not None
+        and e.xfail.applies_to(capture, check, device)
+        and (stage is None or e.xfail.stages is None or stage in e.xfail.stages)
     ]
     return "\n".join(notes)
 

@@ -57,6 +57,21 @@ def test_a_failure_an_xfail_for_other_versions_covers_names_it(project: pytest.P
     )
 
 
+def test_an_xfail_for_other_versions_written_for_another_stage_is_not_named(
+    project: pytest.Pytester,
+) -> None:
+    # A crash expected on another torch says nothing of this signature finding.
+    xfail = """    xfail:
+      reason: measured on 99.0 only, a segfault
+      torch: ">=99"
+      checks: [signature]
+      stage: crashed"""
+    write_cases(project, mlp_case(MLP_WRONG, xfail))
+    result = project.runpytest("--exportcheck")
+    result.assert_outcomes(failed=1)
+    assert "version condition" not in result.stdout.str()
+
+
 def test_an_xfail_a_condition_applies_that_passes_names_the_condition(
     project: pytest.Pytester,
 ) -> None:

@@ -114,6 +114,23 @@ def test_a_condemned_key_is_found_by_every_reader_of_the_log(tmp_path: Path) -> 
     assert reader.find(CAPTURE) is None  # another key: builds as usual
 
 
+def test_the_items_a_crash_condemns_name_its_signal(tmp_path: Path) -> None:
+    # So that an xfail's match (stage crashed) reads the signal on them as on the crash.
+    CrashLog(tmp_path).record(dataclasses.replace(crash("eager", SUBJECT), signal=11))
+    found = CrashLog(tmp_path).find(SUBJECT)
+    assert found is not None
+    assert f"on cpu (by SIGSEGV, while running {ITEM})" in found.headline
+
+
+def test_the_breadcrumb_carries_the_xfail_the_controller_judges_a_crash_by(
+    tmp_path: Path,
+) -> None:
+    xfail = {"reason": "segfaults", "strict": True, "stages": ["crashed"], "match": None}
+    Breadcrumb(tmp_path / "gw1.at").start(ITEM, "cases/a.yaml:7", [], xfail=xfail)
+    found = Breadcrumb.read(tmp_path / "gw1.at", "gw1")
+    assert found is not None and found.xfail == xfail
+
+
 def test_a_crash_inside_a_check_condemns_nothing(tmp_path: Path) -> None:
     log = CrashLog(tmp_path)
     log.record(crash("parity", None))
