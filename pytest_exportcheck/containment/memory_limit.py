@@ -40,6 +40,8 @@ INI = "exportcheck_memory_limit"
 
 # The limit this process set (bytes), for the note on its failures; None: not set.
 _active: int | None = None
+# The limit the process was started under (inherited()), read before ours replaced it.
+_started_under: tuple[int, str] | None = None
 
 
 def parse(text: str) -> int | None:
@@ -65,14 +67,40 @@ DEFAULT_SHARE = 0.9
 
 def derived() -> int | None:
     """The default limit: :data:`DEFAULT_SHARE` of the machine's memory (or of the
-    cgroup's, where it allows less), for each process. None where the memory cannot
-    be read, or the share is under 1 GiB (less than torch itself needs: every item
-    would fail)."""
+    cgroup's, where it allows less), for each process, or the limit the process was
+    started under (:func:`inherited`) where that is lower: an allocation fails there
+    first. None where the memory cannot be read, or the limit is under 1 GiB (less
+    than torch itself needs: every item would fail)."""
     total = machine_memory()
-    if total is None:
+    candidates = [int(total * DEFAULT_SHARE)] if total is not None else []
+    started_under = inherited()
+    if started_under is not None:
+        candidates.append(started_under[0])
+    limit = min(candidates, default=None)
+    return limit if limit is not None and limit >= 1 << 30 else None
+
+
+# The limits a process can be started under that end an allocation before ours does:
+# ulimit -v (address space: every mapping, so it binds first) and ulimit -d (data).
+_INHERITED = (("RLIMIT_AS", "ulimit -v"), ("RLIMIT_DATA", "ulimit -d"))
+
+
+def inherited() -> tuple[int, str] | None:
+    """The lowest soft limit on memory this process was started under, in bytes, with
+    the command that sets it (``ulimit -v``); None where there is none (Linux only).
+    Once :func:`apply` has set RLIMIT_DATA, what it read before doing so."""
+    if _active is not None:
+        return _started_under
+    if not sys.platform.startswith("linux"):
         return None
-    share = int(total * DEFAULT_SHARE)
-    return share if share >= 1 << 30 else None
+    import resource
+
+    found = []
+    for name, command in _INHERITED:
+        soft = resource.getrlimit(getattr(resource, name))[0]
+        if soft != resource.RLIM_INFINITY:
+            found.append((soft, command))
+    return min(found, default=None)
 
 
 def machine_memory() -> int | None:
@@ -127,11 +155,12 @@ def cgroup_limit_files(
 def apply(limit: int) -> tuple[int, int] | None:
     """Set the process's limit; returns the previous one for :func:`restore` (None where
     the platform has no such limit: the setting then does nothing, as on macOS)."""
-    global _active
+    global _active, _started_under
     if not sys.platform.startswith("linux"):
         return None
     import resource
 
+    _started_under = inherited()
     previous = resource.getrlimit(resource.RLIMIT_DATA)
     hard = previous[1]
     soft = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
@@ -155,11 +184,20 @@ def note_for(error: BaseException) -> str:
     """A line for a failure whose cause is an allocation this process's limit refused."""
     if _active is None or not _ran_out(error):
         return ""
+    binding = min(_active, _started_under[0]) if _started_under is not None else _active
+    source = _source(_active, _started_under)
     return (
-        f"(this process's memory limit is {show_size(_active)}, {INI}: the allocation past it "
-        "failed here instead of the system killing the process; raise the limit or run this "
-        "case on a larger machine)"
+        f"(this process's memory limit is {show_size(binding)}, {source}: the allocation past "
+        "it failed here instead of the system killing the process; raise the limit or run "
+        "this case on a larger machine)"
     )
+
+
+def _source(limit: int, started_under: tuple[int, str] | None) -> str:
+    """Where ``limit`` comes from: our setting, or the one the process was started with."""
+    if started_under is not None and started_under[0] <= limit:
+        return f"the limit this process was started under ({started_under[1]})"
+    return INI
 
 
 def _ran_out(error: BaseException) -> bool:
@@ -190,6 +228,18 @@ def header_line(limit: int, *, derived: bool, checks_cuda: bool) -> str:
             "driver's mappings the limit would count (memory_limit.py)"
         )
     line = f"exportcheck: memory limit {show_size(limit)} per process"
+    started_under = inherited()
+    if started_under is not None and started_under[0] < limit:
+        # A setting over what the process was started with: that one ends it first.
+        return line + (
+            f" ({INI}), but this process was started under {show_size(started_under[0])} "
+            f"({started_under[1]}), which refuses an allocation first"
+        )
+    if derived and started_under is not None and started_under[0] == limit:
+        return line + (
+            f" (the limit this process was started under, {started_under[1]}; "
+            "exportcheck_memory_limit sets a lower one)"
+        )
     if derived:
         line += (
             f" ({DEFAULT_SHARE:.0%} of this machine's or cgroup's memory, for each process; "

@@ -66,3 +66,45 @@ def test_the_limit_files_follow_this_process_cgroup_and_its_ancestors(tmp_path: 
         "/cg/user.slice/memory.max",
         "/cg/user.slice/run-1.scope/memory.max",
     ]
+
+
+def fake_rlimits(monkeypatch: pytest.MonkeyPatch, **soft: int) -> None:
+    """RLIMIT_AS / RLIMIT_DATA as a process started under ``ulimit -v`` / ``-d`` has them."""
+    import resource
+
+    limits = {
+        getattr(resource, name): (value, resource.RLIM_INFINITY) for name, value in soft.items()
+    }
+    unlimited = (resource.RLIM_INFINITY, resource.RLIM_INFINITY)
+    monkeypatch.setattr(resource, "getrlimit", lambda which: limits.get(which, unlimited))
+
+
+def test_a_lower_limit_the_process_was_started_under_is_the_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(memory_limit, "machine_memory", lambda: 24 << 30)
+    fake_rlimits(monkeypatch, RLIMIT_AS=10 << 30)
+    assert memory_limit.inherited() == (10 << 30, "ulimit -v")
+    assert memory_limit.derived() == 10 << 30  # not 90% of 24 GiB: ulimit -v refuses first
+    header = memory_limit.header_line(10 << 30, derived=True, checks_cuda=False)
+    assert header == (
+        "exportcheck: memory limit 10.0 GiB per process (the limit this process was started "
+        "under, ulimit -v; exportcheck_memory_limit sets a lower one)"
+    )
+    # A setting over it is announced with the one that binds.
+    header = memory_limit.header_line(12 << 30, derived=False, checks_cuda=False)
+    assert header.endswith(
+        "but this process was started under 10.0 GiB (ulimit -v), which refuses an allocation first"
+    )
+
+
+def test_the_note_names_the_limit_the_process_was_started_under(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(memory_limit, "_active", 12 << 30)
+    monkeypatch.setattr(memory_limit, "_started_under", (10 << 30, "ulimit -v"))
+    refused = RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried ...")
+    assert memory_limit.note_for(refused).startswith(
+        "(this process's memory limit is 10.0 GiB, the limit this process was started under "
+        "(ulimit -v): the allocation past it failed here"
+    )
