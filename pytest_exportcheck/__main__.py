@@ -4,7 +4,8 @@
 changes between the torch minors recorded next to the cases
 (``reports/versions.py``, the table in docs/versions.md); ``merge`` makes one report of a
 run's shards (``reports/merge.py``); ``html`` the HTML page of a report
-(``reports/html/``). Kept separate from the plugin
+(``reports/html/``); ``counts`` the counts a Markdown page states about a run, from its
+report (``reports/stated_counts.py``). Kept separate from the plugin
 so that ``--help`` imports neither pytest's plugin machinery nor torch.
 """
 
@@ -102,7 +103,35 @@ def main(argv: list[str] | None = None) -> int:
         help="what the report's case file paths are relative to, to find their recordings "
         "for the versions view (default: the current directory)",
     )
+    stated = commands.add_parser(
+        "counts",
+        help="write a report's counts into Markdown pages, between their count markers",
+        description="Rewrite every '<!-- count: QUERY -->N<!-- /count -->' in each PAGE "
+        "with the number of REPORT.json's items QUERY selects: 'items', 'cases' or 'gaps', "
+        "then filters KEY=V1,V2 or KEY!=V1,V2 (globs) on file (** for any folders), check, "
+        "capture, device or outcome; e.g. 'items file=cases/field/** outcome=skipped'.",
+        epilog="example: python -m pytest_exportcheck counts corpus.json README.md docs/*.md "
+        "--record docs/corpus-counts.json",
+    )
+    stated.add_argument("report", type=Path, metavar="REPORT.json")
+    stated.add_argument("pages", nargs="+", type=Path, metavar="PAGE.md")
+    stated.add_argument(
+        "--record",
+        type=Path,
+        metavar="FILE.json",
+        help="also write the counts, and which run they came from, to FILE.json",
+    )
+    stated.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing: exit 1, naming each, if a page (or --record's file) states "
+        "another count than the report's",
+    )
     args = parser.parse_args(argv)
+    if args.command == "counts":
+        from pytest_exportcheck.reports import stated_counts
+
+        return stated_counts.main(args.report, args.pages, args.record, args.check)
     if args.command == "html":
         from pytest_exportcheck.reports.html import command as html_command
 

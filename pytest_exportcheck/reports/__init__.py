@@ -18,6 +18,8 @@ need not have loaded.
 * ``slowest.py``   the slowest cases at the run's end, and where their time went;
 * ``live_progress.py`` the live line of a long item's stage, on a terminal (it also
   reads the workers' breadcrumbs, ``containment/crashes.py``);
+* ``stated_counts.py`` the counts a Markdown page states about a run, written from its
+  report between markers (``python -m pytest_exportcheck counts``);
 * ``hooks.py``     the pytest plugin tying them together.
 """
 

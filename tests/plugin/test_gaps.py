@@ -10,6 +10,8 @@ under xdist too.
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 from casekit import write_api_test, write_cases
@@ -85,6 +87,22 @@ def test_a_pass_with_gaps_is_counted_in_the_terminal_and_marked_in_the_matrix(
             f"      {INNER_GAP}",
         ]
     )
+    # docs/reports.md shows this very section: it must be what the run printed
+    lines = result.stdout.lines
+    start = next(i for i, line in enumerate(lines) if " exportcheck gaps " in line)
+    after = range(start + 1, len(lines))
+    end = next(i for i in after if not lines[i].strip() or lines[i].startswith("="))
+    assert lines[start:end] == documented_gaps(), (
+        "docs/reports.md's gaps example is not this run's section"
+    )
+
+
+def documented_gaps() -> list[str]:
+    """The lines of docs/reports.md's example of the gaps section."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "reports.md").read_text("utf-8")
+    blocks = re.findall(r"^```\n(.*?)^```", page, re.S | re.M)
+    (block,) = [b for b in blocks if " exportcheck gaps " in b.splitlines()[0]]
+    return block.splitlines()
 
 
 def test_no_gaps_section_when_every_pass_verified_everything(project: pytest.Pytester) -> None:
