@@ -184,10 +184,14 @@ class ReportPlugin:
         # One document and one Markdown rendering for every file that holds them.
         doc = self._document()
         text = self._markdown(doc) if self.report_path is not None or summary else ""
+        written = True
         if self.report_path is not None:
-            self._write(self.report_path, doc, text)
+            written &= self._write(self.report_path, doc, text)
         if self.html_path is not None:
-            self._write_html(self.html_path, doc)
+            written &= self._write_html(self.html_path, doc)
+        if not written and session.exitstatus == pytest.ExitCode.OK:
+            # CI reads the report's counts as this run's: a run without its report fails.
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if summary is not None:
             problem = github.append_summary(summary, text)
             if problem is not None:
@@ -203,24 +207,44 @@ class ReportPlugin:
     def _markdown(self, doc: dict[str, Any]) -> str:
         return markdown.render(doc, matrix_mod.build(self.results), self.comparison, self.nearest)
 
-    def _write(self, path: Path, doc: dict[str, Any], text: str) -> None:
+    def _write(self, path: Path, doc: dict[str, Any], text: str) -> bool:
         md_path = json_report.markdown_path(path)
         try:
             removed = json_report.write_atomically(path, json_report.dumps(doc))
             removed += json_report.write_atomically(md_path, text)
         except OSError as exc:
-            self.messages.append((f"exportcheck report not written: {exc}", {"red": True}))
-        else:
-            note = stale_note(removed)
-            self.messages.append((f"exportcheck report: {path} and {md_path.name}{note}", {}))
+            self._not_written("report", exc, [path, md_path])
+            return False
+        note = stale_note(removed)
+        self.messages.append((f"exportcheck report: {path} and {md_path.name}{note}", {}))
+        return True
 
-    def _write_html(self, path: Path, doc: dict[str, Any]) -> None:
+    def _write_html(self, path: Path, doc: dict[str, Any]) -> bool:
         try:
             removed = html.write_page(path, doc, self.config.rootpath)
         except OSError as exc:
-            self.messages.append((f"exportcheck HTML report not written: {exc}", {"red": True}))
-        else:
-            self.messages.append((f"exportcheck HTML report: {path}{stale_note(removed)}", {}))
+            self._not_written("HTML report", exc, [path])
+            return False
+        self.messages.append((f"exportcheck HTML report: {path}{stale_note(removed)}", {}))
+        return True
+
+    def _not_written(self, what: str, error: OSError, paths: list[Path]) -> None:
+        """Say so, fail the run, and take away the last run's file at that path: read as
+        this run's, its counts would be a false report (a full disk leaves it in place)."""
+        left = []
+        for path in paths:
+            try:
+                path.unlink(missing_ok=True)
+            except OSError:
+                left.append(str(path))
+        stale = (
+            f"; the previous run's {', '.join(left)} could not be removed: it is NOT this run's"
+            if left
+            else ""
+        )
+        self.messages.append(
+            (f"exportcheck {what} not written: {error}; the run fails{stale}", {"red": True})
+        )
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if not self.active:
