@@ -40,12 +40,15 @@ class ProgramsAcrossVersions:
         self.older: dict[str, list[SavedProgram]] = {}  # case name → what older torches saved
         self.newer: set[str] = set()
         self.outcomes: dict[str, dict[str, Any]] = {}  # saving minor → what loading concluded
+        self.skipped: list[str] = []  # folders of the load directory not loaded, and why
         if self.load_root is not None:
             if not self.load_root.is_dir():
                 raise pytest.UsageError(
                     f"--exportcheck-load-programs: {self.load_root} is not a directory"
                 )
-            for saved in saved_programs(self.load_root):
+            found = saved_programs(self.load_root)
+            self.skipped = found.skipped
+            for saved in found.programs:
                 if saved.minor < minor:
                     self.older.setdefault(saved.case, []).append(saved)
                 elif saved.minor > minor:
@@ -118,6 +121,7 @@ class ProgramsAcrossVersions:
                 f"programs older torches saved in {self.load_root}: {loaded}"
                 + (f" (torch {', '.join(minors)})" if minors else "")
             )
+            lines += [f"not loaded: {line}" for line in self.skipped]
             if self.newer:
                 newer = ", ".join(sorted(self.newer, key=_as_minor))
                 lines.append(

@@ -71,20 +71,63 @@ class SavedProgram:
         return torch.load(self.folder / VALUES, weights_only=True, map_location="cpu")
 
 
-def saved_programs(root: Path) -> list[SavedProgram]:
-    """Every complete saved program under ``root`` (a folder being written is not one)."""
-    found = []
+@dataclass
+class ProgramsFound:
+    """What a loading run takes from a programs directory, and what it leaves, saying why."""
+
+    programs: list[SavedProgram]
+    skipped: list[str]  # "<folder>: why", for the run's summary
+
+
+def saved_programs(root: Path) -> ProgramsFound:
+    """Every complete saved program under ``root``: regular files in real folders inside
+    it. A symbolic link is not followed (loading a ``.pt2`` runs what it holds: only
+    what was put in the directory is loaded), and every folder left is said, with why."""
+    root = root.resolve()
+    found = ProgramsFound([], [])
     for minor_folder in sorted(root.glob("torch-*")):
         match = MINOR_FOLDER.fullmatch(minor_folder.name)
-        if match is None or not minor_folder.is_dir():
+        why = "not named torch-MAJOR.MINOR" if match is None else _not_a_folder(minor_folder)
+        if why is not None:
+            found.skipped.append(f"{minor_folder}: {why}")
             continue
         minor = (int(match[1]), int(match[2]))
         for folder in sorted(minor_folder.glob("*/*")):
-            if folder.name.startswith(".") or not (folder / ABOUT).is_file():
+            why = _why_not_loaded(folder, root)
+            if why is not None:
+                found.skipped.append(f"{folder}: {why}")
                 continue
             capture, _, device = folder.name.rpartition("-")
-            found.append(SavedProgram(folder, minor, folder.parent.name, capture, device))
+            found.programs.append(SavedProgram(folder, minor, folder.parent.name, capture, device))
     return found
+
+
+def _not_a_folder(path: Path) -> str | None:
+    if path.is_symlink():
+        return "a symbolic link: not followed"
+    return None if path.is_dir() else "not a folder"
+
+
+def _why_not_loaded(folder: Path, root: Path) -> str | None:
+    if folder.name.startswith("."):
+        return "being written (or left by a writer that was killed)"
+    for path, whose in ((folder.parent, "its case folder: "), (folder, "")):
+        why = _not_a_folder(path)
+        if why is not None:
+            return whose + why
+    if not folder.resolve().is_relative_to(root):
+        return "outside the directory"
+    for name in (ABOUT, PROGRAM, VALUES):
+        path = folder / name
+        if not os.path.lexists(path):
+            return f"no {name}: not a complete saved program"
+        if path.is_symlink() or not path.is_file():
+            return f"{name} is not a regular file (a symbolic link is not followed)"
+    try:
+        about = json.loads((folder / ABOUT).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return f"{ABOUT} unreadable: {exc}"
+    return None if isinstance(about, dict) else f"{ABOUT} holds no JSON object"
 
 
 def flat(value: Any) -> tuple[list[Any], str, str | None]:
