@@ -97,7 +97,7 @@ def capture(name: str, subject: Subject) -> CaptureRecord:
     as an ERROR with Dynamo's traceback (``torch/_guards.py``). On failure that text
     joins the error, counted after the lines shown by default (``-vv`` and the
     reports have it); on success it is written to stderr, and logged, as torch meant.
-    A user who set ``TORCH_LOGS`` asked for torch's logs: they go out as they come.
+    A user who set ``TORCH_LOGS`` asked for torch's logs: its handlers get them, failed or not.
     """
     from pytest_exportcheck.model.rng_state import rng_state
     from pytest_exportcheck.model.torch_logs import kept_torch_logs
