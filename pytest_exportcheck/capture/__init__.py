@@ -89,25 +89,32 @@ __all__ = ["CAPTURES", "PATHS", "CaptureRecord", "Placeholder", "capture", "not_
 
 
 def capture(name: str, subject: Subject) -> CaptureRecord:
-    """One capture; what torch prints to stderr meanwhile goes with its outcome.
+    """One capture; what torch prints to stderr, and logs, meanwhile goes with its outcome.
 
     A failing export prints its partial graph to stderr (``print(e.partial_fx_graph,
     file=sys.stderr)`` in ``torch.export``): thousands of lines for a detection
-    model, pasted into every report. On failure that text joins the error, after
-    the lines shown by default (``-vv`` and the reports have it); on success it is
-    written to stderr as torch meant.
+    model, pasted into every report; a failing strict export logs each refused guard
+    as an ERROR with Dynamo's traceback (``torch/_guards.py``). On failure that text
+    joins the error, counted after the lines shown by default (``-vv`` and the
+    reports have it); on success it is written to stderr, and logged, as torch meant.
+    A user who set ``TORCH_LOGS`` asked for torch's logs: its handlers get them, failed or not.
     """
     from pytest_exportcheck.model.rng_state import rng_state
+    from pytest_exportcheck.model.torch_logs import kept_torch_logs
 
     printed = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(printed):
-            before = rng_state()  # the `mode` check: a capture must leave them (rng_state.py)
-            record = CAPTURES[name](subject)
-            record.rng_around = (before, rng_state())
-    except CaptureError as exc:
-        exc.printed = printed.getvalue().strip()
-        raise
+    with kept_torch_logs() as logged:
+        try:
+            with contextlib.redirect_stderr(printed):
+                before = rng_state()  # the `mode` check: a capture must leave them (rng_state.py)
+                record = CAPTURES[name](subject)
+                record.rng_around = (before, rng_state())
+        except CaptureError as exc:
+            text = [printed.getvalue().strip()]
+            if not os.environ.get("TORCH_LOGS"):
+                text.append(logged.withhold().strip())
+            exc.printed = "\n".join(part for part in text if part)
+            raise
     sys.stderr.write(printed.getvalue())
     return record
 

@@ -16,13 +16,21 @@ dims by arithmetic on it (``2 * seq``), markers as ``Dim.AUTO`` / ``STATIC`` /
 from __future__ import annotations
 
 import inspect
+import os
 import re
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch.utils import _pytree as pytree
 
-from pytest_exportcheck.containment.failures import CaptureError, CaseError, capture_error
+from pytest_exportcheck.capture.refused_dims import DimReason, dim_line, parse_refusal
+from pytest_exportcheck.containment.failures import (
+    CaptureError,
+    CaseError,
+    capture_error,
+    exception_text,
+    is_user_file,
+)
 from pytest_exportcheck.model.isolation import render_input_path
 from pytest_exportcheck.spec.dynamic import DynamicSpec, Placement
 
@@ -115,25 +123,30 @@ _SUGGESTED_DERIVED = re.compile(
 )
 
 
-def suggested_fix(exc: BaseException, spec: DynamicSpec) -> str | None:
-    """Torch's suggested fixes for a refused ``dynamic_shapes``, and the case lines for them.
+def suggested_lines(text: str) -> tuple[str, ...]:
+    """The indented lines right after ``Suggested fixes:``; the paragraph after the blank
+    line ("The error above occurred when calling torch.export.export...") is not one."""
+    if "Suggested fixes:" not in text:
+        return ()
+    lines = []
+    for line in text.split("Suggested fixes:", 1)[1].split("\n")[1:]:
+        if not line.strip() or not line[:1].isspace():
+            break
+        lines.append(line.strip())
+    return tuple(lines)
 
-    The fixes are the indented lines right after ``Suggested fixes:``; the paragraph
-    after the blank line ("The error above occurred when calling torch.export.export...")
-    is not one. Torch omits a min of 2 (its own lower bound) and any min it did not
+
+def case_fix(fixes: tuple[str, ...], spec: DynamicSpec) -> str | None:
+    """Torch's fixes as the case would write them.
+
+    Torch omits a min of 2 (its own lower bound) and any min it did not
     compute: ``batch = Dim('batch', max=8)`` for a declared ``[1, 64]`` reads ``[0, 8]``
     copied as is, so the case line keeps the declared min; a root torch introduces for
     a declared dim (``_dx = Dim('_dx', max=32)``, ``dx = 2*_dx`` for ``dx`` declared
     ``[4, 64]``) gets the min that keeps the derived dim's (``_dx: {min: 2, max: 32}``).
+    A dim torch fixed to a number (``src_len = 7``) is one the case declares static.
     """
-    text = str(exc)
-    if "Suggested fixes:" not in text:
-        return None
-    lines = []
-    for line in text.split("Suggested fixes:", 1)[1].split("\n")[1:]:
-        if not line.strip() or not line[:1].isspace():
-            break  # the fixes end at the blank line before torch's closing paragraph
-        lines.append(line.strip())
+    lines = list(fixes)
     derived = {}  # root -> (derived name, scale, offset), from lines like dx = 2*_dx
     for line in lines:
         match = _SUGGESTED_DERIVED.match(line)
@@ -156,12 +169,13 @@ def suggested_fix(exc: BaseException, spec: DynamicSpec) -> str | None:
         if "max" in bounds:
             low = int(bounds.get("min", _declared_min(name, spec, derived)))
             case_lines.append(f"{name}: {{min: {low}, max: {bounds['max']}}}")
-    if not lines:
-        return None
-    shown = "torch suggests: " + "; ".join(lines[:4])
+    static = [m[1] for line in lines if (m := re.match(r"^(\w+) = \d+$", line))]
+    shown = []
     if case_lines:
-        shown += "; in the case (keeping the declared min): " + "; ".join(case_lines)
-    return shown
+        shown.append("in the case (keeping the declared min): " + "; ".join(case_lines))
+    if static:
+        shown.append(f"in the case: leave {', '.join(static)} out of dynamic: (static)")
+    return "; ".join(shown) or None
 
 
 def _declared_min(name: str, spec: DynamicSpec, derived: dict[str, tuple[str, int, int]]) -> int:
@@ -192,16 +206,55 @@ def declared_dynamic_shapes(
 
 
 def dynamic_capture_error(exc: BaseException, context: str, subject: Subject) -> CaptureError:
-    """The capture's failure; where it refused the declared dims, torch's fix beside the
-    case line that keeps the declared min."""
+    """The capture's failure; where it refused the declared dims, a line per dim with
+    torch's reason and its suggested fix, then the case lines for the fixes.
+
+    Torch's own message repeats each reason with advice for spellings a case does not
+    use, a strict export adds a stack per dim, and the fixes follow in a block of their
+    own: read into one line per dim, the failure says why in a few lines; the whole
+    message stays in the traceback (-vv).
+    """
     error = capture_error(exc, context)
     spec = subject.case.dynamic
     if spec is None or error.kind != "constraint violation":
         return error
-    # Torch says which guard refused which dim on indented lines; they come first, once.
-    reasons = [line.strip() for line in str(exc).splitlines() if line.startswith("  - ")][:3]
-    fix = suggested_fix(exc, spec)
+    refusal = parse_refusal(exception_text(exc))
+    if refusal is None:  # a wording this reader does not know: torch's message as it is
+        return error
+    # Where strict export says the model specialized a dim, the message names the line;
+    # the short form (an xfail's reason) leaves it out.
+    refused = tuple(dim_line(refusal, reason) for reason in refusal.reasons)
+    located = [dim_line(refusal, r, where=_specialized_at(r)) for r in refusal.reasons]
     head, *rest = error.message.splitlines()
-    rest = [line for line in rest if line.strip() not in reasons]
-    message = "\n".join([head, *reasons, *([fix] if fix else []), *rest])
-    return CaptureError(message, error.kind)
+    unclaimed = refusal.unclaimed_fixes()
+    in_case = case_fix(refusal.fixes, spec)
+    frame = rest[rest.index("raised from user code:") :] if "raised from user code:" in rest else []
+    message = "\n".join(
+        [
+            head,
+            *(f"- {line}" for line in located),
+            *([f"torch also suggests: {'; '.join(unclaimed)}"] if unclaimed else []),
+            *([in_case] if in_case else []),
+            "(torch's whole message: in its traceback)",
+            *frame,
+        ]
+    )
+    shortened = CaptureError(message, error.kind, refused)
+    # An xfail's match: reads torch's own words too (a guard's spelling, its advice).
+    shortened._full_text = f"{shortened.render()}\n{exception_text(exc)}"
+    return shortened
+
+
+def _specialized_at(reason: DimReason) -> str:
+    """Where the model specialized the dim, from the stack strict export gives a reason:
+    its innermost frame of user code, ``models/seq2seq.py:16 in forward``."""
+    frames = [frame for frame in reason.stack if is_user_file(frame.filename)]
+    if not frames:
+        return ""
+    frame = frames[-1]
+    try:
+        shown = os.path.relpath(frame.filename)
+    except ValueError:  # another drive (Windows)
+        shown = frame.filename
+    source = f" ({frame.source})" if frame.source else ""
+    return f"{shown}:{frame.lineno} in {frame.name}{source}"

@@ -79,10 +79,13 @@ class CaptureError(ExportCheckError):
 
     stage = "capture"
 
-    def __init__(self, message: str, kind: str = "other") -> None:
+    def __init__(self, message: str, kind: str = "other", refused: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.kind = kind
-        self.printed = ""  # what torch printed to stderr while capturing (-vv shows it)
+        # what torch printed to stderr, and logged, while capturing (-vv shows it)
+        self.printed = ""
+        # one line per dynamic dim torch refused: its reason and its suggested fix
+        self.refused = refused
 
     @property
     def headline(self) -> str:
@@ -260,12 +263,13 @@ def innermost_user_frame(tb: TracebackType | None) -> UserFrame | None:
     found = None
     for frame, lineno in traceback.walk_tb(tb):
         filename = frame.f_code.co_filename
-        if _is_user_file(filename):
+        if is_user_file(filename):
             found = UserFrame(filename, lineno, frame.f_code.co_name)
     return found
 
 
-def _is_user_file(filename: str) -> bool:
+def is_user_file(filename: str) -> bool:
+    """Whether ``filename`` is the user's code: not torch, pytest, this plugin nor the stdlib."""
     if filename.startswith("<"):
         return False
     path = os.path.abspath(filename)
@@ -315,15 +319,15 @@ def full_traceback(exc: BaseException) -> str:
 
 
 def printed_while_capturing(error: Any, *, show: bool) -> str:
-    """What torch printed to stderr while a failed capture ran: its text when ``show``
-    (-vv, --exportcheck-tb long), else its line count; empty when it printed nothing."""
+    """What torch printed to stderr, and logged, while a failed capture ran: its text when
+    ``show`` (-vv, --exportcheck-tb long), else its line count; empty when there was none."""
     printed = getattr(error, "printed", "")
     if not printed:
         return ""
     lines = len(printed.splitlines())
     if show:
-        return f"\n\ntorch printed to stderr while capturing ({lines} lines):\n{printed}"
-    return f"\n(torch printed {lines} lines to stderr while capturing; -vv shows them)"
+        return f"\n\ntorch printed or logged while capturing ({lines} lines):\n{printed}"
+    return f"\n(torch printed or logged {lines} lines while capturing; -vv shows them)"
 
 
 class Failed:

@@ -22,6 +22,11 @@ it cannot split (a ``ModuleDict`` key with a comma) raises only "Please check th
 warnings above for possible errors"; the reason, ``expected metadata_split to
 return 3 parts, got 5``, is in the warning it logged. :func:`logged_lines` puts
 those records in the finding.
+
+A capture that fails keeps them for good (:meth:`KeptRecords.withhold`): strict
+export logs every refused guard as an ERROR with Dynamo's traceback (56 lines for
+two refused dims), which torch's own handler prints beside the error that already
+says it. They join what the capture printed: the failure counts them, -vv shows them.
 """
 
 from __future__ import annotations
@@ -77,17 +82,43 @@ def make_safe(record: logging.LogRecord) -> logging.LogRecord:
     return record
 
 
+class KeptRecords(list[logging.LogRecord]):
+    """torch's records kept during a block: handed on to their handlers afterwards, unless
+    withheld."""
+
+    withheld = False
+
+    def withhold(self) -> str:
+        """Keep these records from their handlers for good; their text, to go with the
+        failure they belong to."""
+        self.withheld = True
+        return formatted(self)
+
+
+def formatted(records: list[logging.LogRecord]) -> str:
+    """The records as lines of text, each with its level and logger, and its traceback."""
+    formatter = logging.Formatter("%(levelname)s %(name)s: %(message)s")
+    lines = []
+    for record in records:
+        try:
+            lines.append(formatter.format(record))
+        except Exception:  # a record is made safe, but its exc_info is anyone's
+            lines.append(f"{record.levelname} {record.name}: {record.getMessage()}")
+    return "\n".join(lines)
+
+
 @contextmanager
-def kept_torch_logs() -> Iterator[list[logging.LogRecord]]:
+def kept_torch_logs() -> Iterator[KeptRecords]:
     """Run the block with torch's log records kept from every handler; afterwards (also
-    when the block raised) each goes, made safe, to the handlers it was bound for.
+    when the block raised) each goes, made safe, to the handlers it was bound for, unless
+    the block withheld them.
 
     ``Logger.callHandlers`` is where a record that passed its logger's level and
     filters meets the handlers, on this logger or an ancestor: the one place that
     sees records of loggers torch creates during the block too.
     """
     kept: list[tuple[logging.Logger, logging.LogRecord]] = []
-    records: list[logging.LogRecord] = []
+    records = KeptRecords()
     call_handlers = logging.Logger.callHandlers
 
     def keep(logger: logging.Logger, record: logging.LogRecord) -> None:
@@ -102,7 +133,7 @@ def kept_torch_logs() -> Iterator[list[logging.LogRecord]]:
         yield records
     finally:
         logging.Logger.callHandlers = call_handlers  # type: ignore[method-assign]
-        for logger, record in kept:
+        for logger, record in [] if records.withheld else kept:
             # A plain message from here on, for handlers and filters that read record.msg.
             record.msg, record.args = str(record.msg), None
             # A handler's own failure (the record is safe now), after torch returned.

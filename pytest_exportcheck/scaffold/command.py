@@ -329,6 +329,11 @@ def _warning(observation: CaptureObservation) -> list[tuple[str, str]]:
             f"The case lists {observation.capture} with an xfail (reason 'scaffold: ...') and "
             "no expectations for it: fix the model, or keep the xfail as a record of the failure."
         )
+        if observation.printed_lines:  # torch's log and prints: kept from the terminal
+            advice += (
+                f"\n  (torch printed or logged {observation.printed_lines} lines while capturing "
+                f"{observation.capture}; --traceback shows them)"
+            )
         return [(observation.failure, advice)]
     if observation.unavailable is not None:
         advice = "Its items will skip here; its expectations are left out."

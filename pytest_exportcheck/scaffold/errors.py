@@ -16,7 +16,8 @@ class ScaffoldError(Exception):
 
 
 def condense(message: str) -> str:
-    """A failure's first line and the user-code frame that raised it: one paragraph.
+    """A failure's first line, the ``- `` lines right under it (why torch refused each
+    dynamic dim, and its fix), and the user-code frame that raised it: one paragraph.
 
     The plugin's messages carry up to a dozen lines of the exception (Dynamo's
     are long); the scaffold's user needs what failed and where, then decides
@@ -25,9 +26,12 @@ def condense(message: str) -> str:
     lines = message.strip().splitlines()
     if not lines:
         return "(no message)"
-    kept = [lines[0]]
+    reasons = 0
+    while reasons + 1 < len(lines) and lines[reasons + 1].startswith("- "):
+        reasons += 1
+    kept = [lines[0], *(f"  {line}" for line in lines[1 : reasons + 1])]
     if "raised from user code:" in lines[1:]:
         kept += lines[lines.index("raised from user code:", 1) :]
-    elif len(lines) > 1:
-        kept.append(f"  ... ({len(lines) - 1} more lines with --traceback)")
+    elif len(lines) > reasons + 1:
+        kept.append(f"  ... ({len(lines) - reasons - 1} more lines with --traceback)")
     return "\n".join(kept)

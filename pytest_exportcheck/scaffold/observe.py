@@ -95,13 +95,21 @@ def _observe_capture(subject: Subject, name: str, show_tracebacks: bool) -> Capt
         with quiet_torch(not show_tracebacks):
             record = capture(name, subject)
     except Exception as exc:
+        # What torch printed and logged meanwhile (capture() keeps it with the error):
+        # with --traceback it follows the traceback, else the warning counts its lines.
+        printed = getattr(exc, "printed", "")
         if show_tracebacks:
             traceback.print_exception(exc, file=sys.stderr)
+            if printed:
+                print(f"torch printed or logged while capturing {name}:", file=sys.stderr)
+                print(printed, file=sys.stderr)
         if isinstance(exc, ExportCheckError):
             failure = _unlocated(exc.render(), subject.case)
         else:  # not foreseen by the adapter: still the capture's failure, not ours
             failure = describe_exception(exc, context=f"[capture] {name} raised")
-        return CaptureObservation(name, failure=failure)
+        refused = getattr(exc, "refused", ())
+        lines = 0 if show_tracebacks else len(printed.splitlines())  # shown: not counted
+        return CaptureObservation(name, failure=failure, refused=refused, printed_lines=lines)
     notes: list[str] = []
     with quiet_torch(not show_tracebacks):  # unflatten and run_decompositions talk too
         modules = _modules(record, notes)

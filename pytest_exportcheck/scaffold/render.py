@@ -41,6 +41,8 @@ class CaptureObservation:
     notes: tuple[str, ...] = ()
     failure: str | None = None  # the capture raised: its headline
     unavailable: str | None = None  # the installed torch lacks the path
+    refused: tuple[str, ...] = ()  # the dynamic dims it refused: per dim, torch's reason and fix
+    printed_lines: int = 0  # what torch printed and logged while it failed (--traceback shows)
 
     @property
     def observed(self) -> bool:
@@ -300,7 +302,7 @@ def _xfail_lines(observations: list[CaptureObservation], written: list[Amendment
         return []
     lines = ["    xfail:"]
     for o in failed:
-        entry = {"reason": f"scaffold: {_clip(o.failure)}", "captures": [o.capture]}
+        entry = {"reason": f"scaffold: {_failure_reason(o)}", "captures": [o.capture]}
         if o.failure.startswith("[capture"):  # not a [timeout]: no xfail stage says that
             entry["stage"] = "capture"
             match = match_pattern(o.failure.splitlines()[0])
@@ -331,6 +333,20 @@ def match_pattern(headline: str) -> str | None:
                 runs.append([])
     best = " ".join(max(runs, key=lambda r: len(" ".join(r)))[:8])
     return re.escape(best).replace("\\ ", " ") if len(best) >= 8 else None
+
+
+def _failure_reason(observation: CaptureObservation) -> str:
+    """The capture's headline; for refused dynamic dims, torch's reason and fix per dim
+    (``[capture: constraint violation] src_len: ...; torch suggests src_len = 7 | ...``),
+    the words a reader of the case needs, on one line."""
+    assert observation.failure is not None
+    if not observation.refused:
+        return _clip(observation.failure)
+    stage = re.match(r"^\[[^\]]*\]", observation.failure)
+    dims = [_clip(line, 200) for line in observation.refused[:3]]
+    if len(observation.refused) > 3:
+        dims.append(f"(+{len(observation.refused) - 3} more dims)")
+    return " ".join([*([stage[0]] if stage else []), " | ".join(dims)])
 
 
 def _clip(text: str, limit: int = 200) -> str:

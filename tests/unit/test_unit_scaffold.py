@@ -280,6 +280,14 @@ def test_condense_keeps_the_headline_and_the_user_frame() -> None:
         == "the eager forward raised: ValueError: no\nraised from user code:\n  File x"
     )
     assert condense("one\ntwo\nthree") == "one\n  ... (2 more lines with --traceback)"
+    # Why torch refused each dynamic dim: the "- " lines right under the headline stay.
+    refused = (
+        "Constraints violated (a, b)!\n- a: why; torch suggests a = 7\n- b: why\nin the case: x"
+    )
+    assert condense(refused) == (
+        "Constraints violated (a, b)!\n  - a: why; torch suggests a = 7\n  - b: why\n"
+        "  ... (1 more lines with --traceback)"
+    )
 
 
 # --- the command line, before anything is built ----------------------------------

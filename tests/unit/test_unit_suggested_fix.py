@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pytest_exportcheck.capture.dynamic_shapes import suggested_fix
+from pytest_exportcheck.capture.dynamic_shapes import case_fix, suggested_lines
 from pytest_exportcheck.spec.dynamic import parse_dynamic
 
 
@@ -39,10 +39,10 @@ def spec(low: int):
 def test_torchs_closing_paragraph_is_not_quoted_as_a_fix() -> None:
     exc = refusal(UpToEight(), 4, 1)
     assert "The error above occurred" in str(exc)  # torch's message, as it is
-    shown = suggested_fix(exc, spec(1))
-    assert shown == (
-        "torch suggests: dx = Dim('dx', max=8); "
-        "in the case (keeping the declared min): dx: {min: 1, max: 8}"
+    fixes = suggested_lines(str(exc))
+    assert fixes == ("dx = Dim('dx', max=8)",)
+    assert (
+        case_fix(fixes, spec(1)) == "in the case (keeping the declared min): dx: {min: 1, max: 8}"
     )
 
 
@@ -50,8 +50,14 @@ def test_a_root_torch_introduces_for_a_derived_dim_keeps_the_declared_min() -> N
     # torch: "_dx = Dim('_dx', max=32)" and "dx = 2*_dx" for dx declared [4, 64]; the
     # case line that keeps dx >= 4 is _dx >= 2 (not 0, as a bare copy of the max gives).
     exc = refusal(Pairs(), 6, 4)
-    shown = suggested_fix(exc, spec(4))
-    assert shown == (
-        "torch suggests: _dx = Dim('_dx', max=32); dx = 2*_dx; "
+    fixes = suggested_lines(str(exc))
+    assert fixes == ("_dx = Dim('_dx', max=32)", "dx = 2*_dx")
+    assert case_fix(fixes, spec(4)) == (
         "in the case (keeping the declared min): _dx: {min: 2, max: 32}; dx: {expr: 2*_dx}"
+    )
+
+
+def test_a_dim_torch_fixed_to_a_number_is_left_out_of_the_case() -> None:
+    assert case_fix(("src_len = 7", "tgt_len = 5"), spec(1)) == (
+        "in the case: leave src_len, tgt_len out of dynamic: (static)"
     )

@@ -1,13 +1,17 @@
 """torch's log records during the plugin's calls: no handler raises into torch, the records
-reach their handlers afterwards, safe to format, and a finding quotes the warnings."""
+reach their handlers afterwards, safe to format, and a finding quotes the warnings; a
+failed capture's records go with its error instead."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from typing import NoReturn
 
 import pytest
 
+from pytest_exportcheck import capture as registry
+from pytest_exportcheck.containment.failures import CaptureError
 from pytest_exportcheck.model.torch_logs import kept_torch_logs, logged_lines
 
 
@@ -99,3 +103,34 @@ def test_a_finding_quotes_warnings_with_their_exception_chain_root_first(
         "  AssertionError: expected metadata_split to return 3 parts, got 5",
         "  ValueError: Failed deserializing node linear",
     ]
+
+
+def guard_error(subject: object) -> NoReturn:
+    """As strict export refusing a dim: torch logs the guard's failure, then raises."""
+    logging.getLogger("torch._export.serde.fake").error("Error while creating guard:\nName: ''")
+    raise CaptureError("Constraints violated (seq)!", "constraint violation")
+
+
+def test_a_failed_captures_log_goes_with_its_error_and_to_no_handler(
+    handler: RaisingHandler, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("TORCH_LOGS", raising=False)
+    monkeypatch.setitem(registry.CAPTURES, "export", guard_error)
+    with pytest.raises(CaptureError) as info:
+        registry.capture("export", object())  # type: ignore[arg-type]
+    assert (
+        info.value.printed
+        == "ERROR torch._export.serde.fake: Error while creating guard:\nName: ''"
+    )
+    assert handler.messages == []
+
+
+def test_a_user_who_set_torch_logs_gets_them_as_torch_meant(
+    handler: RaisingHandler, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TORCH_LOGS", "+dynamic")
+    monkeypatch.setitem(registry.CAPTURES, "export", guard_error)
+    with pytest.raises(CaptureError) as info:
+        registry.capture("export", object())  # type: ignore[arg-type]
+    assert info.value.printed == ""
+    assert handler.messages == ["Error while creating guard:\nName: ''"]
