@@ -1,6 +1,5 @@
 """The documentation's examples are true.
 
-- the README's case prints the failure and the matrix shown under it;
 - every case, and every fragment of one, in README.md and docs/ passes the case loader
   (a fragment inside a small case that gives it the inputs it names);
 - every option and ini key the pages name exists;
@@ -8,6 +7,9 @@
   run in a pytest run under xdist (``-n 2``), anything else runs as a script;
   every other YAML block is YAML;
 - every page of docs/ is in the site's navigation, and the README stays a first screen.
+
+The shell commands the pages show, the README case's run among them, are run by
+test_documented_commands.py.
 
 An example may be a sketch (``{...}`` standing for what it leaves out): it says so
 in an HTML comment above it, ``<!-- example: sketch -->``, and is parsed only. A
@@ -18,22 +20,16 @@ Python example that imports a module of the reader's own says so the same way,
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import yaml
+from dockit import PAGES, ROOT, Block, blocks
 
 from pytest_exportcheck import plugin
 from pytest_exportcheck.items.time_spent import BUILD_PROPERTY, CAPTURED_PROPERTY, FIRST_PROPERTY
 from pytest_exportcheck.spec.errors import SpecError
 from pytest_exportcheck.spec.load import load_case_file
-
-ROOT = Path(__file__).resolve().parents[2]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-FENCE = re.compile(
-    r"(?:<!-- example: (?P<label>[^>]*?) -->\n)?^```(?P<lang>\w*)\n(?P<body>.*?)^```", re.S | re.M
-)
 
 # A fragment of a case (its lines indented under a case name) is loaded inside this
 # case: the inputs the pages' fragments place dims on, a model that takes anything.
@@ -48,63 +44,12 @@ cases:
 """
 
 
-@dataclass(frozen=True)
-class Block:
-    page: Path
-    line: int
-    lang: str
-    body: str
-    label: str | None
-
-    def __str__(self) -> str:
-        return f"{self.page.relative_to(ROOT)}:{self.line}"
-
-
-def blocks(pages: list[Path] = PAGES) -> list[Block]:
-    found = []
-    for page in pages:
-        text = page.read_text(encoding="utf-8")
-        for match in FENCE.finditer(text):
-            line = text.count("\n", 0, match.start("lang")) + 1
-            found.append(Block(page, line, match["lang"], match["body"], match["label"] or None))
-    return found
-
-
-def labelled(label: str) -> Block:
-    (block,) = [b for b in blocks() if b.label == label]
-    return block
-
-
 def case_blocks() -> list[Block]:
     return [
         b
         for b in blocks()
         if b.lang == "yaml" and (b.body.startswith("cases:") or b.body.startswith("    "))
     ]
-
-
-def contains_in_order(lines: list[str], expected: list[str]) -> bool:
-    """``expected`` appears in ``lines`` as consecutive lines (trailing blanks ignored)."""
-    lines = [line.rstrip() for line in lines]
-    expected = [line.rstrip() for line in expected]
-    return any(
-        lines[start : start + len(expected)] == expected
-        for start in range(len(lines) - len(expected) + 1)
-    )
-
-
-def test_the_readme_case_prints_the_failure_and_matrix_shown(pytester: pytest.Pytester) -> None:
-    case = labelled("case cases/norm.yaml")
-    (pytester.path / "cases").mkdir()
-    (pytester.path / "cases" / "norm.yaml").write_text(case.body)
-    result = pytester.runpytest("--exportcheck", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=9, failed=2)
-    for label in ("failure of cases/norm.yaml", "matrix of cases/norm.yaml"):
-        shown = labelled(label)
-        assert contains_in_order(result.stdout.lines, shown.body.splitlines()), (
-            f"{shown} ({label}) is not what the plugin prints; it printed:\n"
-            + "\n".join(result.stdout.lines)
-        )
 
 
 @pytest.mark.parametrize("block", case_blocks(), ids=str)
