@@ -345,6 +345,30 @@ class SetsUp(nn.Module):
     def forward(self, x):
         self.scaled.factor = 2.0
         return self.scaled(self.lin(x))
+
+
+class Shifted(nn.Module):
+    """Reads its parent's buffer through a plain reference (not a submodule of its own)."""
+
+    def __init__(self, holder: nn.Module) -> None:
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+        object.__setattr__(self, "holder", holder)
+
+    def forward(self, x):
+        return self.lin(x) + self.holder.shift
+
+
+class ShiftsNet(nn.Module):
+    """unflatten gives ``shifted`` the root's buffer as an input: u.shifted(x) raises."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("shift", torch.ones(8))
+        self.shifted = Shifted(self)
+
+    def forward(self, x):
+        return self.shifted(x)
 '''
 
 

@@ -47,6 +47,9 @@ class ItemResult:
     # On a pass: what its check did not verify, as {check, what, why} (gaps.py); under
     # strict gaps such an item fails instead, naming them.
     gaps: tuple[dict[str, str], ...] = ()
+    # How many tensor pairs its check compared at a tolerance (0: no values, so no
+    # max_abs_err); None where the check did not run.
+    compared: int | None = None
 
     @property
     def gap_texts(self) -> list[str]:

@@ -28,7 +28,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from pytest_exportcheck.checks.child_outputs import compare_child_outputs
-from pytest_exportcheck.comparison.compare_values import Tolerance, compare_trees
+from pytest_exportcheck.comparison.compare_values import Tolerance, compare_trees, untracked
 from pytest_exportcheck.model.isolation import clone_tree, module_state, seed_everything
 from pytest_exportcheck.model.rng_state import RngState, rng_state
 
@@ -62,6 +62,11 @@ def first_divergence(record: Any, tolerance: Tolerance, program: str = "unflatte
     """One line for the parity failure of ``program`` (a runnable's label): the culprit,
     or why it cannot be told. The program that failed is the one walked: the decomposed
     program's culprit is a decomposed op's module, not a module of ``ep``."""
+    with untracked():  # a search for the culprit: its comparisons are not the item's
+        return _first_divergence(record, tolerance, program)
+
+
+def _first_divergence(record: Any, tolerance: Tolerance, program: str) -> str:
     make = getattr(record, "unflattened_program", None)
     if make is None:
         return f"not localized: {record.capture} has no module hierarchy to compare call by call"

@@ -44,6 +44,7 @@ from pytest_exportcheck.checks.child_calls import (
     render_call,
     return_change,
 )
+from pytest_exportcheck.checks.child_inputs import graph_inputs, lifted_inputs, short_error
 from pytest_exportcheck.checks.child_outputs import match_child_outputs
 from pytest_exportcheck.checks.keep_signature import (
     Remedy,
@@ -168,7 +169,7 @@ def _replay(
     try:
         output = _run(target, call, args, kwargs)
     except Exception as exc:
-        raised = f"{type(exc).__name__}: {_first_line(exc)}"
+        raised = short_error(exc, _first_line(exc))
         sized = _as_parent_calls(stand_in, call)
         if sized is not None:
             return _judge_as_parent_calls(
@@ -178,10 +179,15 @@ def _replay(
         if eager_raised is not None:
             return (f"{shown} raises on eager's {call.fqn} too, outside its parent's forward "
                     f"({eager_raised})",)  # fmt: skip
+        program = getattr(record, "program", None)
+        state = lifted_inputs(target, program)
+        if state:  # another module's state, passed in: no export keeps eager's convention
+            remedy = Remedy("torch's unflatten passes that state in, under "
+                            "preserve_module_call_signature too", keeps=False)  # fmt: skip
         return [
             _convention(
                 f"{head}: {shown} raises {raised}; eager's {call.fqn} returns on the same call. "
-                f"The unflattened {call.fqn} takes ({_takes(target)})",
+                f"The unflattened {call.fqn} takes " + graph_inputs(target, call.inputs, program),
                 remedy,
             )
         ]
@@ -320,7 +326,7 @@ def _eager_raises(record: Any, call: Call) -> str | None:
         args, kwargs = clone_tree(call.inputs)
         _run(child, call, args, kwargs)
     except Exception as exc:
-        return f"{type(exc).__name__}: {_first_line(exc)}"
+        return short_error(exc, _first_line(exc))
     return None
 
 
@@ -360,8 +366,8 @@ def _judge_as_parent_calls(
     try:
         output = _run(target, call, clone_tree(args), {})
     except Exception as exc:
-        return [f"{head}: {as_parent}, as its parent calls it, raises {type(exc).__name__}: "
-                f"{_first_line(exc)}"]  # fmt: skip
+        return [f"{head}: {as_parent}, as its parent calls it, raises "
+                f"{short_error(exc, _first_line(exc))}"]  # fmt: skip
     found = _judge(target, call, output, tolerance, label, head, as_parent, _SIZED)
     told = Info(
         f"{label}: {shown} raises ({raised}): its graph takes the sizes it reads from its "

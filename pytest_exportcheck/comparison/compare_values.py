@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from typing import Any
 
@@ -26,10 +26,13 @@ OWN_SCALE = 1000
 
 
 class ErrorTracker:
-    """The largest finite absolute error any comparison saw, passing or not, and the
-    tolerance that comparison used (for reports: "max abs err 3e-4 at atol=1e-3")."""
+    """What an item's value comparisons came to, for its report: how many tensor pairs
+    were compared (``compared``), the largest finite absolute error any of them saw,
+    passing or not, and the tolerance that comparison used ("max abs err 3e-4 at
+    atol=1e-3"). A check's probes are kept out of it (:func:`untracked`)."""
 
     def __init__(self) -> None:
+        self.compared = 0
         self.max_abs_err: float | None = None
         self.tolerance: str | None = None
 
@@ -52,6 +55,15 @@ def tracking_errors() -> Iterator[ErrorTracker]:
         yield tracker
     finally:
         _TRACKER.reset(token)
+
+
+def untracked() -> AbstractContextManager[ErrorTracker]:
+    """Comparisons that are not the item's judgment, kept out of its report: a probe
+    that decides what to tell (is eager's output mode-dependent?), the search for the
+    first diverging submodule, eager's soundness calls, an identity check of state at
+    exact tolerance. Without this an item that judged no values would report the
+    probe's "max abs err 0.13, atol=1e-05" as if it had."""
+    return tracking_errors()
 
 
 def compare_trees(
@@ -161,6 +173,9 @@ def value_difference(
     ``auto`` asks ``fp64`` when it has a ``reference`` to ask with.
     """
     tolerance = tolerance.resolve(want.dtype, want.device)
+    tracker = _TRACKER.get()
+    if tracker is not None:
+        tracker.compared += 1
     # One tensor on both sides (state two runs left as built share one frozen copy,
     # see frozen_values.py) needs no reading at all.
     same_tensor = want is got
@@ -177,7 +192,6 @@ def value_difference(
         counted = want.dtype != torch.bool and (
             want.is_floating_point() or want.is_complex() or not exact
         )
-        tracker = _TRACKER.get()
         if (
             tracker is not None
             and tracker.max_abs_err is None
@@ -218,7 +232,6 @@ def value_difference(
     same = (a == b) | (a.isnan() & b.isnan())
     finite = a.isfinite() & b.isfinite()
     abs_err = torch.where(same, torch.zeros_like(a.real), (a - b).abs())
-    tracker = _TRACKER.get()
     if tracker is not None and bool(finite.any()):
         tracker.saw(float(abs_err[finite].max()), _tolerance_text(tolerance, rtol, atol, origin))
     abs_err = torch.where(same | finite, abs_err, torch.full_like(abs_err, float("inf")))

@@ -112,6 +112,7 @@ class CaseRun:
         name = consistency_name(device) if consistency else item_name(check, capture_name, device)
         started = time.perf_counter()
         max_abs_err = None
+        compared: int | None = None  # tensor pairs the check judged (None: it did not run)
         gaps: tuple[dict[str, str], ...] = ()  # a pass's notes (gaps.py)
 
         def result(
@@ -121,7 +122,7 @@ class CaseRun:
             stage_name = "" if error is None else str(getattr(error, "stage", ""))
             return ItemResult(
                 name, check, capture_name, device, outcome, message, headline, seconds,
-                max_abs_err, stage_name, gaps,
+                max_abs_err, stage_name, gaps, compared,
             )  # fmt: skip
 
         if check == "moved" and not is_accelerator(device):
@@ -142,7 +143,7 @@ class CaseRun:
                         record = record_for(check, capture_name, device, source)
                         findings = check_record(self.case, check, record)
                 finally:
-                    max_abs_err = errors.max_abs_err
+                    max_abs_err, compared = errors.max_abs_err, errors.compared
             if any(not isinstance(f, Note) for f in findings):
                 raise CheckFailure(check, findings)
             found = gaps_of(check, findings)

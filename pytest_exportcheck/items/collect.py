@@ -188,6 +188,9 @@ class CheckItem(pytest.Item):
                         leaked.raise_for(self.nodeid)
                     findings = self._check()
                 finally:
+                    # How many tensor pairs the check judged: 0 says it compared no
+                    # values, so the reports show no tolerance for it (probes excluded).
+                    self.set_property("exportcheck_compared", errors.compared)
                     if errors.max_abs_err is not None:
                         self.set_property("exportcheck_max_abs_err", errors.max_abs_err)
                         self.set_property("exportcheck_tolerance", errors.tolerance)

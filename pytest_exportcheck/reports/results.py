@@ -74,6 +74,10 @@ class ItemResult:
     where: str | None = None
     # the line of the case's xfail entry that applies to the item (for an XPASS(strict))
     xfail_line: int | None = None
+    # how many tensor pairs the item's check compared at a tolerance: 0 where it compared
+    # no values (max_abs_err and tolerance then null); None where not known (the check
+    # did not run, or a report or fixture call that does not say)
+    compared: int | None = None
 
     @property
     def with_gaps(self) -> bool:
@@ -203,6 +207,7 @@ def item_result(nodeid: str, phases: Mapping[str, Any]) -> ItemResult | None:
     reason = getattr(report, "wasxfail", None)
     message = reason if outcome == "xpassed" else headline(report.longrepr)
     text = failure_text(report.longrepr) if outcome in (*FAILING, "xfailed") else None
+    compared = _int(props.get("exportcheck_compared"))
     return ItemResult(
         nodeid=nodeid,
         case=props.get("exportcheck_case") or nodeid.split("::")[-1],
@@ -227,6 +232,7 @@ def item_result(nodeid: str, phases: Mapping[str, Any]) -> ItemResult | None:
         text=text,
         where=where_line(text),
         xfail_line=_int(props.get("exportcheck_xfail_line")),
+        compared=None if outcome in ("skipped", "not_applicable") else compared,
     )
 
 
@@ -298,6 +304,7 @@ def fixture_results(
                     reason=reason,
                     max_abs_err=_float(item.get("max_abs_err")),
                     duration=round(float(item.get("seconds") or 0.0), 4),
+                    compared=_int(item.get("compared")),
                     gaps=_gaps(item.get("gaps")) if outcome == "passed" else None,
                 )
             )

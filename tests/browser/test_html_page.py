@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from casekit import MLP_CASE, write_cases
-from reportkit import HOSTILE, mixed
+from reportkit import HOSTILE, document, item, mixed
 
 from pytest_exportcheck.__main__ import main
 from pytest_exportcheck.reports.html import render
@@ -163,6 +163,68 @@ def test_an_xfail_shows_its_reason_and_an_old_report_its_message(
     )
     find(browser, "#matrix td.broken").click()  # no text field: the headline stands in
     assert "message\n[case] cases/b.yaml:9: unknown key" in find(browser, "#details").text
+
+
+def test_details_show_a_tolerance_and_an_error_only_where_the_check_compared_values(
+    browser: Any, tmp_path: Path
+) -> None:
+    float32 = "atol=1e-05, rtol=1.3e-06 (float32 default)"
+    doc = document(
+        [
+            # compared 0: the check judged no values, whatever else the item holds
+            item("mlp", "signature", compared=0, max_abs_err=0.0, tolerance="atol=0, rtol=0"),
+            item("mlp", "parity", compared=4, max_abs_err=0.0, tolerance=float32),
+            # a report that does not say (compared absent) shows what it holds
+            item("mlp", "mutation", max_abs_err=0.0, tolerance=float32),
+        ]
+    )
+    open_page(browser, write_page(tmp_path, doc))
+    said = {}
+    for cell in visible(browser, "#matrix td.c[data-row]"):
+        cell.click()
+        said[find(browser, "#details h2").text.split("::")[-1]] = find(browser, "#details").text
+    assert "tolerance" not in said["signature[export-cpu]"]
+    assert "max abs err" not in said["signature[export-cpu]"]
+    assert (
+        f"compared\n4 tensor pairs\ntolerance\n{float32}\nmax abs err\n0"
+        in said["parity[export-cpu]"]
+    )
+    assert f"tolerance\n{float32}\nmax abs err\n0" in said["mutation[export-cpu]"]
+
+
+def test_a_case_that_lowers_nothing_draws_no_cells_under_the_targets(
+    browser: Any, tmp_path: Path
+) -> None:
+    doc = document(
+        [
+            *(item("mlp", check) for check in ("parity", "lowered-aoti", "lowered-onnx")),
+            *(item("conv", check) for check in ("signature", "parity")),
+        ]
+    )
+    open_page(browser, write_page(tmp_path, doc))
+    rows = {row.text.split()[0]: row for row in visible(browser, "#matrix tr.case-row")}
+    from selenium.webdriver.common.by import By
+
+    def cells(name: str) -> list[tuple[str, int]]:
+        return [
+            (td.get_attribute("class"), int(td.get_attribute("colspan") or 1))
+            for td in rows[name].find_elements(By.CSS_SELECTOR, "td")
+            if td.is_displayed()
+        ]
+
+    # columns: S P A O; conv lowers nothing: its A and O are one blank span, aligned
+    assert cells("mlp") == [("c empty", 1), ("c o-passed", 1), ("c o-passed", 1), ("c o-passed", 1)]
+    assert cells("conv") == [("c o-passed", 1), ("c o-passed", 1), ("none", 2)]
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    Select(find(browser, "#filter-check")).select_by_value("lowered-aoti")  # one target left
+
+    WebDriverWait(browser, 5).until(lambda b: len(visible(b, "#matrix tr.case-row")) == 1)
+    assert cells("mlp") == [("c o-passed", 1)]
+    Select(find(browser, "#filter-check")).select_by_value("parity")
+    WebDriverWait(browser, 5).until(lambda b: len(visible(b, "#matrix tr.case-row")) == 2)
+    assert cells("conv") == [("c o-passed", 1)]  # no target column shown: no span
+    assert severe(browser) == []
 
 
 def test_durations_sort_slowest_first(browser: Any, tmp_path: Path) -> None:

@@ -190,3 +190,24 @@ def test_a_name_in_preserve_signatures_that_is_no_submodule_is_the_cases_error(
             "submodule of the model (did you mean 'inner'?); its submodules: inner, inner.lin"
         ]
     )
+
+
+def test_a_child_that_raises_names_the_error_and_what_its_graph_takes_beyond_eager_s(
+    replay: pytest.Pytester,
+) -> None:
+    # Was "called with eager's arguments it raised RuntimeError (its graph may take a size
+    # or a buffer too)": neither the error nor which. torch's unflatten passes the root's
+    # buffer in as the child's input b_shift (torch 2.13).
+    write_cases(replay, case("ShiftsNet"))
+    result = hierarchy(replay)
+    result.stdout.fnmatch_lines(
+        [
+            "*shifted (Shifted): u.shifted(float32[[]2, 8[]]) raises RuntimeError: Expected "
+            "positional argument for parameter x, but one was not passed in!; eager's shifted "
+            "returns on the same call. The unflattened shifted takes (b_shift, x); besides "
+            "eager's arguments it takes the buffer 'shift' (b_shift) (no export keeps its "
+            "calling convention: torch's unflatten passes that state in, under "
+            "preserve_module_call_signature too; told, not failed)"
+        ]
+    )
+    result.assert_outcomes(passed=1)  # no export of the case could pass it otherwise

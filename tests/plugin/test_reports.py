@@ -161,6 +161,38 @@ def test_a_failure_is_reported_with_its_stage_headline_and_error(
     assert mutation["message"].startswith("[mutation] ")
 
 
+TRAIN_STEM = """
+cases:
+  stem:
+    description: conv / batch norm in training mode, whose output depends on the mode
+    model: {target: models.py:ConvBatchNorm, mode: train}
+    inputs: {args: [{shape: [2, 3, 6, 6]}]}
+    captures: [export]
+    checks: [signature, hierarchy, mode, parity]
+"""
+
+
+def test_an_item_reports_a_tolerance_and_an_error_only_for_the_values_its_check_judged(
+    project: pytest.Pytester,
+) -> None:
+    write_cases(project, TRAIN_STEM)
+    run(project, "--exportcheck-report", "report.json").assert_outcomes(passed=4)
+    found = {i["check"]: i for i in report(project)["items"]}
+    judged = {c: (i["max_abs_err"], i["tolerance"]) for c, i in found.items()}
+    float32 = "atol=1e-05, rtol=1.3e-06 (float32 default)"
+    # signature compares no values; mode's comparisons (does eager depend on the mode?
+    # does .eval() switch?) only decide what it tells: it reported their 0.13 before.
+    # hierarchy's state is compared for identity, its outputs at the case's tolerance:
+    # it named the first ("atol=0, rtol=0 (exact)") before.
+    assert judged == {
+        "signature": (None, None), "mode": (None, None),
+        "hierarchy": (0.0, float32), "parity": (0.0, float32),
+    }  # fmt: skip
+    compared = {c: i["compared"] for c, i in found.items()}
+    assert compared["signature"] == compared["mode"] == 0
+    assert compared["hierarchy"] > 0 and compared["parity"] > 0
+
+
 def test_skips_are_reported_with_their_reason(project: pytest.Pytester) -> None:
     write_cases(project, MIXED)
     run(project, "-k", "future or agree", "--exportcheck-report", "report.json")

@@ -11,6 +11,7 @@ from pytest_exportcheck.comparison.compare_values import (
     Tolerance,
     compare_trees,
     tracking_errors,
+    untracked,
 )
 
 NAN = float("nan")
@@ -369,3 +370,17 @@ def test_the_tracker_keeps_the_tolerance_of_the_comparison_with_the_largest_erro
         compare_trees(torch.ones(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64) + 1e-8)
     assert errors.max_abs_err == pytest.approx(1e-3, rel=1e-3)
     assert errors.tolerance is not None and errors.tolerance.startswith("atol=0.01, rtol=1.3e-06")
+
+
+def test_the_tracker_counts_the_tensor_pairs_compared_and_no_probe_s() -> None:
+    with tracking_errors() as errors:
+        with untracked():  # a check's probe: what it decides is told, not judged
+            compare_trees(torch.zeros(3), torch.ones(3))
+        assert (errors.compared, errors.max_abs_err, errors.tolerance) == (0, None, None)
+        compare_trees(
+            {"a": torch.ones(2), "b": torch.tensor([True]), "n": 3}, {"a": torch.ones(2),
+             "b": torch.tensor([True]), "n": 3},
+        )  # fmt: skip
+        compare_trees(torch.ones(2, device="meta"), torch.ones(2, device="meta"))  # no values
+    assert (errors.compared, errors.max_abs_err) == (2, 0.0)
+    assert errors.tolerance == "atol=1e-05, rtol=1.3e-06 (float32 default)"

@@ -76,6 +76,22 @@ def test_consistency_items_get_the_one_column_after_the_paths() -> None:
     ]
 
 
+def test_a_row_says_whether_its_case_lowers_and_a_column_whether_it_is_a_target_s() -> None:
+    # The page draws a target's columns as one blank span in a row that lowers nothing.
+    doc = document(
+        [
+            item("mlp", "parity"), item("mlp", "lowered-aoti"), item("conv", "parity"),
+            item("conv", "signature", "export-strict"),
+        ]
+    )  # fmt: skip
+    grid = page_data(doc, None)["matrix"]
+    assert [(r["case"], r["lowers"]) for r in grid["rows"]] == [("conv", False), ("mlp", True)]
+    assert [(c["capture"], c["check"], c["lowered"]) for c in grid["columns"]] == [
+        ("export", "parity", False), ("export", "lowered-aoti", True),
+        ("export-strict", "signature", False),
+    ]  # fmt: skip
+
+
 def test_infinite_and_nan_errors_reach_the_page_as_text() -> None:
     doc = document([item("a", max_abs_err=float("inf")), item("b", max_abs_err=float("nan"))])
     assert [i["max_abs_err"] for i in embedded(render(doc))["items"]] == ["inf", "nan"]

@@ -16,6 +16,7 @@ from typing import Any
 
 from pytest_exportcheck.reports import matrix as matrix_mod
 from pytest_exportcheck.reports.results import OUTCOMES, ItemResult
+from pytest_exportcheck.spec.case import LOWERED_CHECKS
 
 _RESULT_FIELDS = tuple(f.name for f in fields(ItemResult))
 
@@ -53,12 +54,16 @@ def _layout(items: list[Mapping[str, Any]]) -> dict[str, Any]:
 
     Unlike the text matrix, a column no item has (a check a capture path never ran)
     is left out: the page has no alignment to keep, and 15 checks under 5 paths are
-    too wide to show empty.
+    too wide to show empty. Lowering is a case's choice (``lower:``), so a column of a
+    target (``lowered``) is empty in every row of a case that lowers nothing; such a
+    row (``lowers`` false) draws those columns as one blank span instead of a cell
+    each, and the grid stays aligned.
     """
     results = [_result(item) for item in items]
     matrix = matrix_mod.build(results)
     row_index = {(r.file, r.case, r.device): i for i, r in enumerate(matrix.rows)}
     used: set[tuple[str, str]] = set()
+    lowering_rows: set[int] = set()
     keys: list[tuple[int, tuple[str, str] | None]] = []
     for result in results:
         device = None if result.broken else result.device
@@ -74,6 +79,8 @@ def _layout(items: list[Mapping[str, Any]]) -> dict[str, Any]:
         )
         used.add(column)
         keys.append((row, column))
+        if result.check in LOWERED_CHECKS:
+            lowering_rows.add(row)
     order = [(capture, check) for capture in matrix.captures for check in matrix.checks]
     if matrix.consistency:
         order.append(("", matrix_mod.CONSISTENCY))
@@ -81,17 +88,26 @@ def _layout(items: list[Mapping[str, Any]]) -> dict[str, Any]:
     column_index = {column: i for i, column in enumerate(columns)}
     return {
         "columns": [
-            {"capture": capture, "check": check, "letter": matrix.letters[check]}
+            {
+                "capture": capture,
+                "check": check,
+                "letter": matrix.letters[check],
+                "lowered": check in LOWERED_CHECKS,
+            }
             for capture, check in columns
         ],
         "devices": matrix.devices,
         "per_device": matrix.per_device,
-        "rows": [
-            {"file": r.file, "case": r.case, "line": r.line, "device": r.device, "broken": r.broken}
-            for r in matrix.rows
-        ],
+        "rows": [_row(r, i in lowering_rows) for i, r in enumerate(matrix.rows)],
         "cells": [[row, -1 if column is None else column_index[column]] for row, column in keys],
     }
+
+
+def _row(row: matrix_mod.Row, lowers: bool) -> dict[str, Any]:
+    return {
+        "file": row.file, "case": row.case, "line": row.line, "device": row.device,
+        "broken": row.broken, "lowers": lowers,
+    }  # fmt: skip
 
 
 def finite(value: Any) -> Any:

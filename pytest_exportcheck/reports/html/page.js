@@ -99,7 +99,7 @@ grid.cells.forEach(([row, column], i) => {
   list.push(i);
   cells[row].set(column, list);
 });
-const matrixRows = [];  // {tr, file, row, tds: Map column → td}
+const matrixRows = [];  // {tr, file, row, tds: Map column → td, spans: [{td, columns}]}
 const columnHeads = [];
 const groupHeads = [];  // {th, columns}
 const fileRows = new Map();
@@ -141,7 +141,7 @@ function buildMatrix() {
     const where = row.file + (row.line ? ":" + row.line : "");
     const tr = el("tr", { className: "case-row" },
       el("th", { className: "case", title: where }, row.case));
-    const entry = { tr: tr, file: row.file, row: r, tds: new Map() };
+    const entry = { tr: tr, file: row.file, row: r, tds: new Map(), spans: [] };
     if (row.broken !== null) {
       const td = el("td", { className: "c broken o-error", colSpan: width - 1,
         dataset: { row: r, column: -1 } }, "broken: " + row.broken);
@@ -150,6 +150,20 @@ function buildMatrix() {
     } else {
       if (grid.per_device) tr.append(el("td", { className: "device" }, row.device));
       grid.columns.forEach((column, c) => {
+        if (column.lowered && !row.lowers) {
+          // A case that lowers nothing: a capture's run of target columns is one blank.
+          const span = entry.spans[entry.spans.length - 1];
+          if (span && span.columns.at(-1) === c - 1 && grid.columns[c - 1].capture ===
+              column.capture) {
+            span.columns.push(c);
+            span.td.colSpan = span.visible = span.columns.length;
+          } else {
+            const td = el("td", { className: "none", title: "lowers nothing in this run" });
+            entry.spans.push({ td: td, columns: [c], visible: 1 });
+            tr.append(td);
+          }
+          return;
+        }
         const list = cells[r].get(c), top = list && worst(list.map((i) => items[i]));
         const at = { row: r, column: c };
         const td = top ? el("td", { className: "c o-" + state(top), dataset: at }, symbol(top))
@@ -194,6 +208,16 @@ function filterMatrix(match) {
       }
     }
   });
+  for (const entry of matrixRows) {
+    for (const span of entry.spans) {
+      const visible = span.columns.filter((c) => columnUsed[c]).length;
+      if (span.visible !== visible) {
+        span.visible = visible;
+        span.td.hidden = !visible;
+        span.td.colSpan = Math.max(visible, 1);
+      }
+    }
+  }
   for (const group of groupHeads) {
     const visible = group.columns.filter((c) => columnUsed[c]).length;
     group.th.hidden = !visible;
@@ -297,9 +321,15 @@ function detailsOf(item) {
     .filter(Boolean).join(" · "));
   add("stage", item.stage);
   add("where", item.where);
-  add("tolerance", item.tolerance);
-  add("max abs err", typeof item.max_abs_err === "number" && item.max_abs_err !== 0
-    ? item.max_abs_err.toPrecision(4) : item.max_abs_err);
+  // Only where the check compared values (compared > 0); a report that does not say
+  // (compared null: older, or a fixture call's) shows what it holds.
+  if (item.compared !== 0) {
+    add("compared", item.compared
+      ? item.compared + (item.compared === 1 ? " tensor pair" : " tensor pairs") : null);
+    add("tolerance", item.tolerance);
+    add("max abs err", typeof item.max_abs_err === "number" && item.max_abs_err !== 0
+      ? item.max_abs_err.toPrecision(4) : item.max_abs_err);
+  }
   add("xfail reason", item.reason);
   add("xfail entry", item.xfail_line ? item.file + ":" + item.xfail_line : null);
   add("duration", item.duration === null ? null : seconds(item.duration) + " s" +
