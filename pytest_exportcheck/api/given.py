@@ -12,6 +12,7 @@ import torch
 from pytest_exportcheck.containment.failures import CaseError
 from pytest_exportcheck.items.case_run import CaseRun
 from pytest_exportcheck.model.build import BuildError
+from pytest_exportcheck.model.independence import not_independent, shared_with_copy
 from pytest_exportcheck.model.isolation import clone_tree, private_copy, to_device
 from pytest_exportcheck.model.preserved import check_preserved
 from pytest_exportcheck.model.subject import Inputs, Subject, moved_model
@@ -37,12 +38,16 @@ class GivenSubject(Subject):
         self._eager_steps = []
         self._fp64_steps = []
         try:
-            model = private_copy(model)
+            copied = private_copy(model)
         except Exception as exc:
             raise CaseError(
                 f"{case.location}: the model cannot be deep-copied ({type(exc).__name__}: {exc});"
                 " every compared run needs its own copy"
             ) from exc
+        shared = shared_with_copy(model, copied)
+        if shared is not None:  # the runs would write the caller's own model
+            raise CaseError(f"{case.location}: {not_independent(shared)}")
+        model = copied
         try:
             # On an accelerator the YAML path builds on CPU and moves; a given model may
             # be anywhere already, so the copies go to the item's device in every case.

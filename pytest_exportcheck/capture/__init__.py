@@ -19,6 +19,7 @@ from functools import partial
 
 from pytest_exportcheck.capture.record import CaptureRecord, Placeholder
 from pytest_exportcheck.containment.failures import CaptureError
+from pytest_exportcheck.model.nesting import recursion_in, with_nesting
 from pytest_exportcheck.model.subject import Subject
 
 # torch's structured-trace logger emits DEBUG records on every export; under
@@ -114,6 +115,10 @@ def capture(name: str, subject: Subject) -> CaptureRecord:
             if not os.environ.get("TORCH_LOGS"):
                 text.append(logged.withhold().strip())
             exc.printed = "\n".join(part for part in text if part)
+            nesting = subject.deep_nesting() if recursion_in(exc) else None
+            if nesting is not None:
+                exc.message = with_nesting(exc.message, nesting)
+                exc.args = (exc.message,)
             raise
     sys.stderr.write(printed.getvalue())
     return record

@@ -34,6 +34,7 @@ from pytest_exportcheck.capture.record import (
 )
 from pytest_exportcheck.containment.failures import describe_exception
 from pytest_exportcheck.model.isolation import held_tensors, private_copy, quiet_torch_internals
+from pytest_exportcheck.model.nesting import program_nesting, too_deep
 from pytest_exportcheck.model.preserved import preserved_names
 from pytest_exportcheck.model.program_files import saved_and_loaded  # chains.py reads it here
 from pytest_exportcheck.model.resharing import ShareKeeper
@@ -174,7 +175,11 @@ class ProgramRecord(CaptureRecord):
         table of CompositeImplicitAutograd ops (``operator_table.py``) and the
         kernels it overrides them with (``cia_overrides.py``).
         """
-        return decomposed(self.copies.reading(self.program))
+        try:
+            reading = self.copies.reading(self.program)
+        except RecursionError as exc:  # the copy says what is too deep (program_copies.py)
+            raise DecompositionError(str(exc)) from exc
+        return decomposed(reading)
 
     def mutations(self) -> Mutations:
         """Read from the decomposed program: the training IR records no mutations."""
@@ -201,6 +206,10 @@ def decomposed(program: torch.export.ExportedProgram) -> torch.export.ExportedPr
     try:
         with quiet_torch_internals(), reusing_cia_ops(), replaying_cia_overrides():
             return program.run_decompositions()
+    except RecursionError as exc:
+        raise DecompositionError(
+            too_deep("run_decompositions()", program_nesting(program))
+        ) from exc
     except Exception as exc:
         raise DecompositionError(
             describe_exception(exc, context="run_decompositions() raised")

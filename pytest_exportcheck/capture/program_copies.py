@@ -42,6 +42,7 @@ from pytest_exportcheck.model.copy_on_write import (
     lazily_copyable,
 )
 from pytest_exportcheck.model.isolation import keep_node_names, private_copy, quiet_torch_internals
+from pytest_exportcheck.model.nesting import program_nesting, too_deep
 
 P = TypeVar("P")
 
@@ -127,8 +128,15 @@ def _alias(tensor: torch.Tensor) -> torch.Tensor:
 
 def _copy(program: P, tensors: dict[int, torch.Tensor]) -> P:
     memo: dict[int, object] = dict(tensors)
-    with quiet_torch_internals():
-        copied = copy.deepcopy(program, memo)
+    try:
+        with quiet_torch_internals():
+            copied = copy.deepcopy(program, memo)
+    except RecursionError as exc:
+        # Every way of running the program starts from such a copy: each one that
+        # raises says what is too deep, not only torch's "maximum recursion depth".
+        raise RecursionError(
+            too_deep("copying the program (copy.deepcopy)", program_nesting(program))
+        ) from exc
     if isinstance(program, torch.export.ExportedProgram):
         keep_node_names(program.graph_module, copied.graph_module)  # type: ignore[attr-defined]
     return copied

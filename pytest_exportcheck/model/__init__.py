@@ -2,7 +2,9 @@
 
 Targets and building (``targets.py``, ``build.py``), the subject (pristine model and
 inputs on a device, ``subject.py``), private copies (``isolation.py``,
-``copy_on_write.py``, ``frozen_values.py``, ``resharing.py``), stepped runs, forward
+``copy_on_write.py``, ``frozen_values.py``, ``resharing.py``) and whether a model's
+own deep copy is one (``independence.py``), how deep outputs nest where a
+``RecursionError`` needs naming (``nesting.py``), stepped runs, forward
 defaults, call counts, portability across devices, devices themselves, and whether
 eager is fit to be the reference (``soundness.py``). Also the one place the plugin
 saves and loads programs (``program_files.py``: ``torch.export.save`` / ``load``

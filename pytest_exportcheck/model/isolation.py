@@ -21,6 +21,7 @@ from torch.utils import _pytree as pytree
 
 from pytest_exportcheck.model.copy_on_write import lazy_deepcopy
 from pytest_exportcheck.model.frozen_values import FrozenValues
+from pytest_exportcheck.model.nesting import program_nesting, too_deep
 
 T = TypeVar("T")
 
@@ -138,8 +139,14 @@ def private_copy(obj: T) -> T:
     write (``copy_on_write.py``): a run that writes one gets its own bytes, and
     a big model's weights, which no run writes, are held once.
     """
-    with quiet_torch_internals():
-        copied = lazy_deepcopy(obj, held_tensors(obj))
+    try:
+        with quiet_torch_internals():
+            copied = lazy_deepcopy(obj, held_tensors(obj))
+    except RecursionError as exc:
+        what = "the program" if isinstance(obj, torch.export.ExportedProgram) else "it"
+        raise RecursionError(
+            too_deep(f"copying {what} (copy.deepcopy)", program_nesting(obj))
+        ) from exc
     if isinstance(obj, torch.export.ExportedProgram):
         # A deep copy renames a placeholder that shadows a builtin (``input`` becomes
         # ``input_1``), and torch.export.save then refuses the copy's signature.

@@ -17,12 +17,12 @@ from pytest_exportcheck.containment.failures import (
     CaseError,
     EagerError,
     describe_exception,
-    exception_text,
     with_user_frame,
 )
 from pytest_exportcheck.model.build import BuildError, build_inputs, build_model, preload_targets
 from pytest_exportcheck.model.call_counts import CallCounts, count_calls
 from pytest_exportcheck.model.frozen_values import FrozenValues, bit_identical
+from pytest_exportcheck.model.independence import check_copyable, deepcopy_author, not_independent
 from pytest_exportcheck.model.isolation import (
     clone_tree,
     detached,
@@ -32,6 +32,7 @@ from pytest_exportcheck.model.isolation import (
     seeded,
     to_device,
 )
+from pytest_exportcheck.model.nesting import deep_nesting, input_depth, nesting_depth, too_deep
 from pytest_exportcheck.model.portability import first_device_mix, move_strays, stray_tensors
 from pytest_exportcheck.model.preserved import check_preserved
 from pytest_exportcheck.model.runs import Step, run_steps
@@ -80,14 +81,7 @@ class Subject:
         except Exception as exc:  # a model file that raises on import, a bad _target_ ...
             raise CaseError(describe_exception(exc, context=f"{case.location}: building")) from exc
         check_preserved(case, self._model)
-        try:
-            private_copy(self._model)
-        except Exception as exc:
-            raise CaseError(
-                f"{case.location}: the model cannot be deep-copied ({type(exc).__name__}: "
-                f"{exception_text(exc)});"
-                " every compared run needs its own copy"
-            ) from exc
+        check_copyable(case, self._model)
 
     def moved_to(self, device: str) -> Subject:
         """This (CPU) subject's model and inputs moved to ``device``: what a program
@@ -117,7 +111,11 @@ class Subject:
         return self._inputs
 
     def model_copy(self) -> torch.nn.Module:
-        return private_copy(self._model)
+        copied = private_copy(self._model)
+        if copied is self._model:  # checked at build; a __deepcopy__ may change its mind
+            shared = f"copy.deepcopy(model) returned the model itself{deepcopy_author(copied)}"
+            raise CaseError(f"{self.case.location}: {not_independent(shared)}")
+        return copied
 
     def inputs_copy(self) -> Inputs:
         return clone_tree(self._inputs)
@@ -149,11 +147,14 @@ class Subject:
         before_inputs = {path: _Snapshot(v) for path, v in flat_inputs(args, kwargs)}
         try:
             with seeded(self.case.seed), torch.enable_grad():
-                output = detached(model(*args, **kwargs))
+                output = model(*args, **kwargs)
         except Exception as exc:
             raise self._not_portable(exc) or EagerError(
                 describe_exception(exc, context=f"{self.case.location}: the eager forward raised")
             ) from exc
+        # Outside the block that blames the forward: it returned, whatever walking its
+        # output meets is not the model's failure (nesting.py).
+        output = _detached_if_walkable(output)
         if self.device == "meta":  # meta takes some CPU operands silently; a GPU would not
             not_portable = self._not_portable(None)
             if not_portable is not None:
@@ -169,6 +170,13 @@ class Subject:
             if path in before_inputs and before_inputs[path].changed(value)
         )
         return EagerObservation(output, mutated_state, mutated_inputs)
+
+    def deep_nesting(self) -> str | None:
+        """``the output nests 2000 deep`` (eager's output, once eager ran, or the inputs)
+        where that is deep enough to name as a RecursionError's cause (``nesting.py``)."""
+        observed = self.__dict__.get("eager")  # never runs the forward for this
+        output = nesting_depth(observed.output) if observed is not None else 0
+        return deep_nesting(output, input_depth(*self._inputs))
 
     def _not_portable(self, raised: Exception | None) -> EagerError | None:
         """Eager on a device other than the CPU met a tensor ``.to()`` left behind:
@@ -201,14 +209,25 @@ class Subject:
 
         Two more eager calls, so only value checks ask (see ``soundness.py``).
         """
-        return unsound_eager(self.case, self.device, self.eager.output, self._seeded_eager_call)
+        try:
+            return unsound_eager(self.case, self.device, self.eager.output, self._seeded_eager_call)
+        except RecursionError as exc:
+            # Torch ran it (the capture took it); the comparisons every value check
+            # makes walk it recursively too, and cannot.
+            what = too_deep("comparing eager's output (torch's pytree)", self.deep_nesting())
+            error = EagerError(
+                f"{self.case.location}: {what}, so no value check can compare a program with it"
+            )
+            error.__cause__ = exc
+            return error
 
     def _seeded_eager_call(self, seed: int) -> Any:
         """One eager call on fresh copies under ``seed``, as ``eager`` makes it."""
         model = self.model_copy()
         args, kwargs = self.inputs_copy()
         with seeded(seed), torch.enable_grad():
-            return detached(model(*args, **kwargs))
+            output = model(*args, **kwargs)
+        return _detached_if_walkable(output)
 
     def run(
         self,
@@ -320,6 +339,16 @@ class _Snapshot:
         if before.is_floating_point() or before.is_complex():  # NaN in place of NaN
             return not torch.allclose(before, after.detach(), rtol=0, atol=0, equal_nan=True)
         return True
+
+
+def _detached_if_walkable(output: Any) -> Any:
+    """``detached(output)``; an output nested too deep for pytree's recursive walk is
+    kept as it is (with its autograd graph): torch.export walks it the same way, so
+    the capture stage is where its depth is named."""
+    try:
+        return detached(output)
+    except RecursionError:
+        return output
 
 
 def _to_float64(tree: Inputs) -> Inputs:

@@ -88,9 +88,7 @@ class Query:
             return len({(item.get("file"), item.get("case")) for item in chosen})
         if self.what == "gaps":
             return sum(
-                len(item.get("gaps") or [])
-                for item in chosen
-                if item.get("outcome") in PASSING
+                len(item.get("gaps") or []) for item in chosen if item.get("outcome") in PASSING
             )
         return len(chosen)
 

@@ -260,6 +260,38 @@ class LeavesProcess(Good):
         return self.lin(x)
 
 
+class CopiesToItself(Good):
+    """Its __deepcopy__ returns the model itself: every run would share one model."""
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+class CopySharesLayer(Good):
+    """Its __deepcopy__ makes a new module around the model's own layer."""
+
+    def __deepcopy__(self, memo):
+        copied = CopySharesLayer.__new__(CopySharesLayer)
+        nn.Module.__init__(copied)
+        copied.lin = self.lin
+        return copied
+
+
+class NestsOutput(Good):
+    """Returns its output inside ``depth`` one-element tuples: eager runs at any depth,
+    torch's recursive walks of it do not (copy.deepcopy(ep), torch.export)."""
+
+    def __init__(self, depth: int) -> None:
+        super().__init__()
+        self.depth = depth
+
+    def forward(self, x):
+        out = self.lin(x)
+        for _ in range(self.depth):
+            out = (out,)
+        return out
+
+
 class StateDictCannotAllocate(Good):
     """Its state_dict() raises MemoryError however it is asked (export asks nothing of it)."""
 

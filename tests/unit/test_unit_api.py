@@ -165,6 +165,25 @@ def test_an_eager_forward_that_raises_is_an_eager_failure() -> None:
     assert "(full report on signature[export-cpu])" in second.message
 
 
+class CopiesToItself(Mlp):
+    def __deepcopy__(self, memo):
+        return self
+
+
+def test_a_model_whose_deep_copy_is_itself_fails_and_is_left_untouched() -> None:
+    # The runs would otherwise write the caller's own model (a .double(), a mode switch).
+    model = CopiesToItself()
+    weight = model.fc1.weight.detach().clone()
+    with pytest.raises(ExportCheckFailed) as raised:
+        check_model(model, (torch.randn(2, 4),), checks=["parity"])
+    (item,) = [raised.value.report[name] for name in raised.value.report.failed]
+    assert item.headline.startswith("[case] ")
+    assert "copy.deepcopy(model) returned the model itself (CopiesToItself.__deepcopy__)" in (
+        item.message
+    )
+    assert model.fc1.weight.dtype == torch.float32 and torch.equal(model.fc1.weight, weight)
+
+
 def test_a_misspelt_key_is_an_invalid_case_at_the_callers_line() -> None:
     line = this_line() + 2
     with pytest.raises(InvalidCase) as raised:
