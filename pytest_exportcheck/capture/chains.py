@@ -26,8 +26,11 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch.utils import _pytree as pytree
 
+from pytest_exportcheck.capture.decomposition import decomposed
 from pytest_exportcheck.capture.record import Runnable
 from pytest_exportcheck.containment.failures import Note
+from pytest_exportcheck.model.program_files import saved_and_loaded
+from pytest_exportcheck.spec.compat import moved_unavailable
 
 if TYPE_CHECKING:
     from pytest_exportcheck.capture.export import ProgramRecord
@@ -104,7 +107,6 @@ def _pair(module: torch.nn.Module) -> tuple[torch.nn.Module, torch.nn.Module]:
 
 
 def _unavailable(chain: Chain) -> str | None:
-    from pytest_exportcheck.capture.moved import moved_unavailable
     from pytest_exportcheck.model.devices import unavailable_reason
 
     if chain.devices and (why := moved_unavailable()) is not None:
@@ -139,7 +141,6 @@ def _maker(record: ProgramRecord, chain: Chain) -> Callable[[], tuple[Any, torch
 
 
 def _step(record: ProgramRecord, program: Any, step: str) -> Any:
-    from pytest_exportcheck.capture.export import decomposed, saved_and_loaded
     from pytest_exportcheck.model.isolation import quiet_torch_internals
 
     with quiet_torch_internals():

@@ -15,12 +15,12 @@ from typing import Any
 
 import torch
 
-from pytest_exportcheck.capture.cia_overrides import replaying_cia_overrides
+from pytest_exportcheck.capture.chains import chain_runnables, not_run
+from pytest_exportcheck.capture.decomposition import decomposed
 from pytest_exportcheck.capture.dynamic_shapes import (
     declared_dynamic_shapes,
     dynamic_capture_error,
 )
-from pytest_exportcheck.capture.operator_table import reusing_cia_ops
 from pytest_exportcheck.capture.program_copies import ProgramCopies
 from pytest_exportcheck.capture.record import (
     DEFAULT_PREFIX,
@@ -32,11 +32,9 @@ from pytest_exportcheck.capture.record import (
     forward_defaults,
     tensor_at,
 )
-from pytest_exportcheck.containment.failures import describe_exception
-from pytest_exportcheck.model.isolation import held_tensors, private_copy, quiet_torch_internals
-from pytest_exportcheck.model.nesting import program_nesting, too_deep
+from pytest_exportcheck.model.isolation import held_tensors, private_copy
 from pytest_exportcheck.model.preserved import preserved_names
-from pytest_exportcheck.model.program_files import saved_and_loaded  # chains.py reads it here
+from pytest_exportcheck.model.program_files import saved_and_loaded
 from pytest_exportcheck.model.resharing import ShareKeeper
 from pytest_exportcheck.model.subject import Subject
 from pytest_exportcheck.spec.compat import parameters_to_mutate
@@ -155,13 +153,9 @@ class ProgramRecord(CaptureRecord):
     def runnables(self) -> list[Runnable]:
         """The chains the case's ``programs:`` names (``chains.py``); late-bound, so a
         test can swap ``fresh_module`` and the others."""
-        from pytest_exportcheck.capture.chains import chain_runnables
-
         return chain_runnables(self)
 
     def programs_not_run(self) -> list[str]:
-        from pytest_exportcheck.capture.chains import not_run
-
         return not_run(self)
 
     @cached_property
@@ -194,26 +188,6 @@ class ProgramRecord(CaptureRecord):
             ),
             source="the decomposed program (ep.run_decompositions())",
         )
-
-
-def decomposed(program: torch.export.ExportedProgram) -> torch.export.ExportedProgram:
-    """``program.run_decompositions()`` (it reads the program's tensors and writes none).
-
-    What torch derives alike for every program is derived once per process: the
-    table of CompositeImplicitAutograd ops (``operator_table.py``) and the kernels
-    it overrides them with (``cia_overrides.py``).
-    """
-    try:
-        with quiet_torch_internals(), reusing_cia_ops(), replaying_cia_overrides():
-            return program.run_decompositions()
-    except RecursionError as exc:
-        raise DecompositionError(
-            too_deep("run_decompositions()", program_nesting(program))
-        ) from exc
-    except Exception as exc:
-        raise DecompositionError(
-            describe_exception(exc, context="run_decompositions() raised")
-        ) from exc
 
 
 def normalize_signature(

@@ -15,14 +15,6 @@ from pytest_exportcheck.model.isolation import private_copy, quiet_torch_interna
 from pytest_exportcheck.spec.compat import move_to_device_pass
 
 
-def moved_unavailable() -> str | None:
-    if move_to_device_pass() is None:
-        import torch
-
-        return f"torch {torch.__version__} has no torch.export.passes.move_to_device_pass"
-    return None
-
-
 def move_capture(cpu_record: ProgramRecord, device: str) -> ProgramRecord:
     """The CPU capture moved to ``device``; its subject is the CPU subject moved there
     (the device's own subject was built under the device, with other weights)."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 import time
 from collections.abc import Container
 
-from pytest_exportcheck.api.results import ItemResult, Outcome
 from pytest_exportcheck.capture import CaptureRecord, capture
 from pytest_exportcheck.comparison.compare_values import tracking_errors
 from pytest_exportcheck.containment.failures import (
@@ -32,6 +31,7 @@ from pytest_exportcheck.containment.stages import StageTimeout, stage
 from pytest_exportcheck.containment.user_exits import user_exit_error
 from pytest_exportcheck.items.gaps import gaps_of, strict_findings
 from pytest_exportcheck.items.item_names import consistency_name, item_name
+from pytest_exportcheck.items.item_results import ItemResult, Outcome
 from pytest_exportcheck.items.item_run import (
     NotRunnable,
     SourceFor,

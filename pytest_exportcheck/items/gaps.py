@@ -98,7 +98,7 @@ def strict_findings(gaps: Sequence[Gap], source: str) -> list[str]:
 
 
 def gaps_on_pass(item: Any, notes: Sequence[str]) -> CheckFailure | None:
-    """What a passing YAML item (``collect.CheckItem``) does with its check's notes.
+    """What a passing YAML item (``check_items.CheckItem``) does with its check's notes.
 
     Under strict gaps: the check's failure naming them, for the item to raise (so an
     xfail of the check applies to it as to any finding). Otherwise the gaps are left on

@@ -85,10 +85,10 @@ def skip_reason(case: Case, check: str, capture: str, device: str) -> str | None
     are left out of it, not a reason to skip it.
     """
     from pytest_exportcheck.capture import unavailable
-    from pytest_exportcheck.capture.moved import moved_unavailable
     from pytest_exportcheck.checks import not_applicable
     from pytest_exportcheck.model.devices import unavailable_reason
     from pytest_exportcheck.spec import compat
+    from pytest_exportcheck.spec.compat import moved_unavailable
     from pytest_exportcheck.spec.requirements import unmet
 
     if case.requires_torch and not compat.satisfies(case.requires_torch):

@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from pytest_exportcheck.items.collect import CheckItem
+from pytest_exportcheck.items.check_items import CheckItem
 from pytest_exportcheck.items.item_names import loaded_name
 from pytest_exportcheck.items.program_saving import LOADED_FROM, PLUGIN
 
 if TYPE_CHECKING:
-    from pytest_exportcheck.items.collect import CaseNode
+    from pytest_exportcheck.items.collect import CaseNode  # for type checkers only
     from pytest_exportcheck.saved_programs.store import SavedProgram
 
 

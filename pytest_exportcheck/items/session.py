@@ -35,7 +35,7 @@ from pytest_exportcheck.spec.case import LOWERED_PREFIX
 
 if TYPE_CHECKING:
     from pytest_exportcheck.capture import CaptureRecord
-    from pytest_exportcheck.items.collect import CheckItem
+    from pytest_exportcheck.items.check_items import CheckItem
     from pytest_exportcheck.model.subject import Subject
 
 Key = tuple[str, ...]
@@ -101,7 +101,7 @@ class ExportCheckSession(WorkerCrashes):
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         # After every modifyitems hook (-k, -m, --lf, plugins): the items that will run.
-        from pytest_exportcheck.items.collect import CheckItem
+        from pytest_exportcheck.items.check_items import CheckItem
 
         for item in session.items:
             if isinstance(item, CheckItem):

@@ -77,3 +77,12 @@ def move_to_device_pass() -> Callable[..., Any] | None:
     except ImportError:
         return None
     return move
+
+
+def moved_unavailable() -> str | None:
+    """Why the ``moved`` check cannot run on this torch (None: it can)."""
+    if move_to_device_pass() is None:
+        import torch
+
+        return f"torch {torch.__version__} has no torch.export.passes.move_to_device_pass"
+    return None

@@ -22,6 +22,7 @@ cases:
 # torch.export.save/load that loses the decomposed program's buffer updates: each
 # BUFFER_MUTATION output is given the buffer's old value.
 DROPS_BUFFER_UPDATES = """
+import pytest_exportcheck.capture.chains as chains
 import pytest_exportcheck.capture.export as export
 from torch.export.graph_signature import OutputKind
 
@@ -40,11 +41,11 @@ def dropping(program):
     loaded.graph_module.recompile()
     return loaded
 
-def pytest_configure(config):
-    export.saved_and_loaded = dropping
+def pytest_configure(config):  # the default programs' save, and a chain's save step
+    export.saved_and_loaded = chains.saved_and_loaded = dropping
 
 def pytest_unconfigure(config):
-    export.saved_and_loaded = real
+    export.saved_and_loaded = chains.saved_and_loaded = real
 """
 
 

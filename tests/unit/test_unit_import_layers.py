@@ -1,10 +1,11 @@
 """The package's modules import each other without a circle, and none is over 400 lines.
 
 The graph is read from the source (``ast``), not by importing: every ``import`` and
-``from ... import`` of a ``pytest_exportcheck`` module at module level (a function's
-own imports run later and are left out, as are imports for type checkers only), plus
-the package ``__init__`` each import runs on the way. A circle there is one an import
-can trip over depending on which module is imported first.
+``from ... import`` of a ``pytest_exportcheck`` module, at module level or deferred into
+a function (imports for type checkers only are left out), plus the package ``__init__``
+each import runs on the way. A circle there is one an import can trip over depending on
+which module is imported first, and a deferred import is one that hides it: each
+concept has one home, and a folder's files import one way.
 """
 
 from __future__ import annotations
@@ -26,22 +27,27 @@ def _modules() -> dict[str, Path]:
     return found
 
 
-def _module_level_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+def _imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    """Every import a module can run: at module level and deferred into its functions
+    alike (a deferred import only hides a circle until the function runs), but not the
+    ones for type checkers only."""
     found: list[ast.Import | ast.ImportFrom] = []
 
-    def visit(body: list[ast.stmt]) -> None:
-        for node in body:
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                found.append(node)
-            elif isinstance(node, ast.If) and "TYPE_CHECKING" not in ast.unparse(node.test):
-                visit(node.body)
-                visit(node.orelse)
-            elif isinstance(node, ast.Try):
-                visit(node.body)
-                for handler in node.handlers:
-                    visit(handler.body)
+    class Imports(ast.NodeVisitor):
+        def visit_If(self, node: ast.If) -> None:
+            if "TYPE_CHECKING" in ast.unparse(node.test):
+                for statement in node.orelse:
+                    self.visit(statement)
+                return
+            self.generic_visit(node)
 
-    visit(tree.body)
+        def visit_Import(self, node: ast.Import) -> None:
+            found.append(node)
+
+        def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+            found.append(node)
+
+    Imports().visit(tree)
     return found
 
 
@@ -50,7 +56,7 @@ def _graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for node in _module_level_imports(ast.parse(path.read_text())):
+        for node in _imports(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             else:
