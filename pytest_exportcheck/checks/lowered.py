@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+import warnings
 from dataclasses import replace
 from pathlib import Path
 
@@ -28,7 +29,8 @@ from pytest_exportcheck.checks.lowered_sizes import lowered_across_sizes
 from pytest_exportcheck.checks.signal import not_judged, output_signal
 from pytest_exportcheck.checks.steps import compare_step, fp64_output, lifted_state
 from pytest_exportcheck.comparison.compare_values import Tolerance, compare_trees
-from pytest_exportcheck.containment.failures import Info, Note
+from pytest_exportcheck.containment.failures import ExportCheckWarning, Info, Note
+from pytest_exportcheck.lowering import artifact_cache
 from pytest_exportcheck.lowering.fresh_process import FreshRun, run_in_fresh_process
 from pytest_exportcheck.lowering.target import LoweringError, Target, raising_at
 from pytest_exportcheck.model.isolation import private_copy, quiet_torch_internals
@@ -38,6 +40,32 @@ from pytest_exportcheck.spec import Case
 
 
 def check_lowered(case: Case, record: CaptureRecord, target: Target) -> list[str]:
+    artifact_cache.take_dropped()  # an earlier item's, told there
+    try:
+        return _check_lowered(case, record, target)
+    finally:
+        _tell_dropped(case)
+
+
+def _tell_dropped(case: Case) -> None:
+    """A damaged cache entry is a miss: made again, and said once, in pytest's warnings
+    summary under the item that found it (never the model's failure)."""
+    dropped = artifact_cache.take_dropped()
+    if dropped:
+        kinds = " and ".join(dict.fromkeys(artifact_cache.kind_of(name) for name in dropped))
+        with warnings.catch_warnings():  # shown, never raised (-W error): it is no failure
+            warnings.simplefilter("always", ExportCheckWarning)
+            warnings.warn(
+                ExportCheckWarning(
+                    f"{case.location}: the lowering cache's {kinds} for this item did not hold "
+                    f"the bytes that were kept (truncated or changed): removed, and made again "
+                    f"({', '.join(dropped)})"
+                ),
+                stacklevel=2,
+            )
+
+
+def _check_lowered(case: Case, record: CaptureRecord, target: Target) -> list[str]:
     if not isinstance(record, ProgramRecord):  # not_applicable keeps others out
         raise TypeError(f"lowering needs an ExportedProgram; {record.capture} gives none")
     subject = record.subject
@@ -149,6 +177,8 @@ def fresh_findings(
 ) -> list[str]:
     """The artifact in a new interpreter: it loads, runs, and gives eager's outputs
     (``fp64``: float64 eager of ``subject`` arbitrates, where the policy asks)."""
+    if fresh.outputs is None and fresh.ended:  # no exception: how the process ended
+        return [f"[{fresh.stage}] {where}: {fresh.error}"]
     if fresh.outputs is None:
         what = "loading it" if fresh.stage == "load" else "calling it"
         if fresh.error and fresh.error.startswith("importing "):

@@ -11,6 +11,13 @@ runs no torch op, so no thread pool or accelerator is started before a fork). Th
 child gets the caller's environment, working directory and arguments, writes its
 stdout and stderr to a file, and its exit status comes back.
 
+What the child runs is the case's code (its ``load_imports``), so it may end the
+child any way it likes, or the server. The child runs in a process group of its
+own (a module that kills its group, ``os.killpg(0, SIGKILL)``, kills the child, not
+the server and the run) and dies with the server (Linux ``PR_SET_PDEATHSIG``); a
+server that ended is said (:attr:`Finished.server_ended`) and a new one serves the
+next call.
+
 One server per process that asks (an xdist worker each), started on first use and
 ended at exit; where ``os.fork`` is missing (Windows) each run starts a new Python.
 """
@@ -18,6 +25,7 @@ ended at exit; where ``os.fork`` is missing (Windows) each run starts a new Pyth
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import select
@@ -28,8 +36,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SERVER = r"""
-import importlib, json, os, sys, traceback
+import ctypes, importlib, json, os, sys, traceback
 import torch
+
+server = os.getpid()
+try:
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+except (AttributeError, OSError):  # not Linux: a child the server leaves runs to its end
+    prctl = None
 
 # What torch itself imports to load any program: imported once here, not per child.
 for name in sys.argv[2:]:
@@ -44,6 +58,11 @@ for line in sys.stdin:
     pid = os.fork()
     if pid == 0:
         code = 0
+        os.setpgid(0, 0)  # its group is its own: killing its group spares the server
+        if prctl is not None:
+            prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL: a server that dies takes it along
+        if os.getppid() != server:  # the server died before that took hold
+            os._exit(1)
         try:
             output = os.open(request["output"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             os.dup2(output, 1)
@@ -69,8 +88,17 @@ for line in sys.stdin:
 
 @dataclass
 class Finished:
-    returncode: int | None  # None: killed after the time allowed
+    returncode: int | None  # None: killed after the time allowed, or the server ended
     output: str  # the child's stdout and stderr
+    # The server's own exit status where it ended while the child ran (the child's
+    # code killed it): the child died with it, and its status is not known.
+    server_ended: int | None = None
+
+
+class ServerEnded(Exception):
+    def __init__(self, status: int) -> None:
+        super().__init__(f"the fork server ended (exit status {status})")
+        self.status = status
 
 
 class ForkServer:
@@ -83,20 +111,41 @@ class ForkServer:
         self._unread = b""  # the server's replies, read past the last whole line
 
     def run(self, argv: list[str], output: Path, timeout: float) -> Finished:
-        process = self._started()
         request = {"argv": argv, "output": str(output), "cwd": os.getcwd(), "env": dict(os.environ)}
-        assert process.stdin is not None
-        process.stdin.write((json.dumps(request) + "\n").encode())
-        process.stdin.flush()
-        pid = self._reply(process, timeout=60)["pid"]
+        for attempt in range(2):  # a server that ended while idle is started again, once
+            process = self._started()
+            try:
+                assert process.stdin is not None
+                process.stdin.write((json.dumps(request) + "\n").encode())
+                process.stdin.flush()
+                pid = self._reply(process, timeout=60)["pid"]
+                break
+            except (BrokenPipeError, ServerEnded):
+                status = self._ended(process)
+                if attempt:
+                    return Finished(None, "", server_ended=status)
         try:
             status = self._reply(process, timeout=timeout)["status"]
         except TimeoutError:
-            os.kill(pid, signal.SIGKILL)
-            self._reply(process, timeout=60)
+            with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
+                os.killpg(pid, signal.SIGKILL)  # the child's group: what it started too
+            with contextlib.suppress(ServerEnded):
+                self._reply(process, timeout=60)
             status = None
+        except ServerEnded as ended:
+            text = output.read_text(errors="replace") if output.exists() else ""
+            return Finished(None, text, server_ended=ended.status)
         text = output.read_text(errors="replace") if output.exists() else ""
         return Finished(status, text)
+
+    def _ended(self, process: subprocess.Popen[bytes]) -> int:
+        """The status of a server that ended; the next call starts another."""
+        self._process = None
+        try:
+            return process.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # its pipe broke, yet it runs: end it
+            process.kill()
+            return process.wait()
 
     def _started(self) -> subprocess.Popen[bytes]:
         if self._process is None or self._process.poll() is not None:
@@ -117,8 +166,7 @@ class ForkServer:
                 raise TimeoutError
             chunk = os.read(process.stdout.fileno(), 65536)
             if not chunk:  # the server itself ended: the next call starts another
-                self._process = None
-                raise RuntimeError(f"the fork server ended (exit status {process.wait()})")
+                raise ServerEnded(self._ended(process))
             self._unread += chunk
         line, _, self._unread = self._unread.partition(b"\n")
         return json.loads(line)

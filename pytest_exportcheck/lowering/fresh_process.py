@@ -11,123 +11,36 @@ the same steps; its outputs come back through a file for the check to compare
 with eager's.
 
 Two loaders: ``aoti`` (``torch._inductor.aoti_load_package``) and ``saved``
-(``torch.export.load(path).module()``). The child is given the inputs through
-``torch.save`` (loaded with ``weights_only=False``: they are this run's own inputs)
-and writes ``{"outputs": [...]}`` or ``{"error": "<stage>: <message>"}``, the message
-with the warnings torch logged in the child (kept by a handler there: ``load``
-raises "Please check the warnings above", and the warning names what it could not
-resolve).
+(``torch.export.load(path).module()``). The child (``fresh_child.py``) is given the
+inputs through ``torch.save`` (loaded with ``weights_only=False``: they are this
+run's own inputs) and writes its outputs, or the stage that raised and why, with
+the warnings torch logged in the child (``load`` raises "Please check the warnings
+above", and the warning names what it could not resolve).
+
+The child runs the case's code, so it may end with no result: a ``load_imports``
+module that calls ``os._exit`` or kills its process (or the fork server) at import,
+a crash in native code. The item then says what the process was doing, from the
+child's progress file, and how it ended (``importing load_imports module X ended
+the loading process: killed by SIGKILL``); a module that calls ``sys.exit`` is named
+as such. A result that cannot be read is said the same way, never the run's error.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
+import signal
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from pytest_exportcheck.lowering import artifact_cache
 from pytest_exportcheck.lowering.fork_server import ForkServer, can_fork
-
-# Run by the child: torch, the case's load_imports, the artifact and the inputs.
-CHILD = """
-import importlib, importlib.util, json, logging, random, sys, traceback, types
-import torch
-
-loader, package, inputs_file, result_file, steps, seed, imports, threads, named = sys.argv[1:10]
-torch.set_num_threads(int(threads))  # the parent's: another reduces in another order
-
-# torch's warnings, each with the exceptions it carries, root cause first: load raises
-# "Please check the warnings above", and the warning holds the reason (the custom op
-# it could not resolve, the pytree type not registered here). Read where every record
-# meets its handlers: torch's loggers do not propagate ("torch.export" has its own).
-kept_lines = []
-call_handlers = logging.Logger.callHandlers
-
-def keep(logger, record):
-    if record.levelno >= logging.WARNING and record.name.split(".")[0] == "torch":
-        try:
-            message = record.getMessage()
-        except Exception:  # torch's own malformed records (two %s, one argument)
-            message = str(record.msg) + " " + repr(record.args)
-        kept_lines.append(record.levelname + " " + record.name + ": " + message)
-        chain, exc = [], record.exc_info[1] if record.exc_info else None
-        while exc is not None and len(chain) < 5:
-            chain.append(exc)
-            exc = exc.__cause__ or exc.__context__
-        for exc in reversed(chain):
-            first = (str(exc).strip().splitlines() or ["(no message)"])[0]
-            kept_lines.append("  " + type(exc).__name__ + ": " + first)
-    call_handlers(logger, record)
-
-logging.Logger.callHandlers = keep
-
-def fail(stage, prefix=""):
-    error = "".join(traceback.format_exception_only(*sys.exc_info()[:2])).strip()
-    if kept_lines:
-        error += "\\ntorch logged meanwhile:" + "".join(
-            "\\n  " + (line if len(line) <= 300 else line[:299] + "…") for line in kept_lines
-        )
-    torch.save({"error": stage + ": " + prefix + error}, result_file)
-    sys.exit(0)
-
-for name in json.loads(imports):
-    try:
-        if name.endswith(".py"):  # a file, run as a module beside its siblings
-            folder, _, file = name.rpartition("/")
-            sys.path.insert(0, folder)
-            spec = importlib.util.spec_from_file_location("_exportcheck_" + file[:-3], name)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[spec.name] = module
-            # Also under the names the checking process gave the file: what it pickled
-            # (a dataclass example input, an output type) names the module so.
-            for alias in json.loads(named).get(name, []):
-                sys.modules[alias] = module
-                parent, _, child = alias.rpartition(".")
-                while parent:
-                    try:
-                        importlib.import_module(parent)
-                    except ImportError:  # a package of the checking process's own making
-                        sys.modules[parent] = types.ModuleType(parent)
-                        sys.modules[parent].__path__ = []
-                    setattr(sys.modules[parent], child, sys.modules[parent + "." + child])
-                    parent, _, child = parent.rpartition(".")
-            spec.loader.exec_module(module)
-        else:
-            importlib.import_module(name)
-    except Exception:
-        fail("load", "importing " + name + " (load_imports): ")
-try:
-    if loader == "aoti":
-        loaded = torch._inductor.aoti_load_package(package)
-    else:
-        loaded = torch.export.load(package).module()
-except Exception:
-    fail("load")
-outputs = []
-for _ in range(int(steps)):
-    args, kwargs = torch.load(inputs_file, weights_only=False)  # fresh copies each call
-    random.seed(int(seed))
-    torch.manual_seed(int(seed))
-    try:
-        with torch.no_grad():
-            output = loaded(*args, **kwargs)
-    except Exception:
-        fail("run")
-    # Flat, with the structure as text: the output's types may be this process's
-    # only (a dataclass of a module imported here), which the parent cannot unpickle.
-    leaves, spec = torch.utils._pytree.tree_flatten(output)
-    outputs.append((leaves, str(spec)))
-torch.save({"outputs": outputs}, result_file)
-"""
-
-# What a kept result holds: each call's output leaves and its structure as text.
-FORMAT = "leaves-and-spec"
+from pytest_exportcheck.lowering.fresh_child import CHILD, well_formed
+from pytest_exportcheck.lowering.fresh_kept import keep, kept_key, read_kept
 
 # A fresh interpreter imports torch (~2-5 s here) before it loads anything.
 CHILD_SECONDS = 300
@@ -142,6 +55,8 @@ class FreshRun:
     stage: str | None = None
     error: str | None = None
     from_cache: bool = False  # what an earlier run's fresh process gave for the same package
+    # ``error`` is a whole sentence saying how the process ended (no exception raised).
+    ended: bool = False
 
 
 def run_in_fresh_process(
@@ -161,58 +76,61 @@ def run_in_fresh_process(
     between workers).
 
     ``kept``: the package lives in the run's cache (``artifact_cache.py``), so what the
-    fresh process gave is kept beside it, under the digest of the inputs, steps and
-    seed, and a later run with the same package and inputs reads it instead of
-    starting a Python again (``FreshRun.from_cache`` says so).
+    fresh process gave is kept there (``fresh_kept.py``: keyed by all it depends on),
+    and a later run reads it instead of starting a Python again
+    (``FreshRun.from_cache`` says so).
     """
     inputs_file, result_file = directory / "inputs.pt", directory / "fresh-result.pt"
+    progress = directory / "fresh-progress.txt"
     torch.save(inputs, inputs_file)
     imported = json.dumps(list(imports))
     named = json.dumps(names_here(imports))
-    # An imported file's text is part of what the result depends on, as its name is.
-    how = [FORMAT, str(steps), str(seed), imported, named]
-    how += [Path(name).read_text() for name in imports if name.endswith(".py")]
-    kept_file = _kept_result(package, inputs_file, "\n".join(how)) if kept else None
-    if kept_file is not None and kept_file.is_file():
-        return _read(kept_file, from_cache=True)
+    threads = str(torch.get_num_threads())
+    cache = artifact_cache.packages() if kept else None
+    key = None
+    if cache is not None:
+        # An imported file's text is part of what the result depends on, as its name is.
+        how = [str(steps), str(seed), imported, named, threads]
+        how += [Path(name).read_text() for name in imports if name.endswith(".py")]
+        key = kept_key(package, inputs_file, how)
+        outputs = read_kept(cache, key)
+        if outputs is not None:
+            return FreshRun(outputs, from_cache=True)
     argv = [loader, str(package), str(inputs_file), str(result_file), str(steps), str(seed)]
-    argv += [imported, str(torch.get_num_threads()), named]
-    returncode, printed = _fresh_python(argv, directory / "fresh-output.txt")
-    if returncode is None:
-        return FreshRun(None, "run", f"no result after {CHILD_SECONDS} s")
-    if not result_file.exists():
-        last = (printed.strip().splitlines() or [f"exit status {returncode}"])[-1]
-        return FreshRun(None, "load", f"the process ended without a result: {last}")
-    run = _read(result_file, from_cache=False)
-    if kept_file is not None:
-        partial = kept_file.with_name(f"{kept_file.name}.{os.getpid()}.partial")
-        kept = (
-            {"outputs": run.outputs}
-            if run.error is None
-            else {"error": f"{run.stage}: {run.error}"}
-        )
-        torch.save(kept, partial)
-        os.replace(partial, kept_file)  # atomic: another worker may read it
-    return run
+    argv += [imported, threads, named, str(progress)]
+    returncode, printed, server_ended = _fresh_python(argv, directory / "fresh-output.txt")
+    result, unreadable = _read(result_file)
+    if result is None:
+        if returncode is None and server_ended is None:
+            return FreshRun(None, "run", f"no result after {CHILD_SECONDS} s")
+        run = _ended(progress, returncode, server_ended, printed, unreadable)
+        return replace(run, error=_as_named(run.error or "", imports))
+    if "outputs" not in result:
+        told = _as_named(result.get("ended", result.get("error")).strip(), imports)
+        return FreshRun(None, result["stage"], told, ended="ended" in result)
+    if cache is not None and key is not None:
+        keep(cache, key, result["outputs"], result["files"])
+    return FreshRun(result["outputs"])
 
 
-def _fresh_python(argv: list[str], output: Path) -> tuple[int | None, str]:
+def _fresh_python(argv: list[str], output: Path) -> tuple[int | None, str, int | None]:
     """Run CHILD with ``argv`` in a Python that imported torch only: a fork of the
     process's server (``fork_server.py``), else a new interpreter. The exit status
-    (None: killed after CHILD_SECONDS) and what it printed."""
+    (None: killed after CHILD_SECONDS, or unknown), what it printed, and the fork
+    server's exit status where the server ended meanwhile."""
     global _SERVER
     if can_fork():
         _SERVER = _SERVER or ForkServer(CHILD, TORCH_LOADERS)
         finished = _SERVER.run(argv, output, timeout=CHILD_SECONDS)
-        return finished.returncode, finished.output
+        return finished.returncode, finished.output, finished.server_ended
     try:
         done = subprocess.run(
             [sys.executable, "-c", CHILD, *argv], capture_output=True, text=True,
             timeout=CHILD_SECONDS,
         )  # fmt: skip
     except subprocess.TimeoutExpired:
-        return None, ""
-    return done.returncode, done.stderr
+        return None, "", None
+    return done.returncode, done.stderr, None
 
 
 _SERVER: ForkServer | None = None
@@ -240,15 +158,73 @@ def names_here(imports: tuple[str, ...]) -> dict[str, list[str]]:
     return {name: sorted(found) for name, found in named.items()}
 
 
-def _kept_result(package: Path, inputs_file: Path, how: str) -> Path:
-    digest = hashlib.sha256(inputs_file.read_bytes())
-    digest.update(f"{how} {torch.__version__}".encode())
-    return package.with_name(f"{package.stem}.fresh-{digest.hexdigest()[:32]}.pt")
+def _read(result_file: Path) -> tuple[dict[str, Any] | None, str]:
+    """The child's result, or None and why it could not be read ("" where none was
+    written)."""
+    if not result_file.exists():
+        return None, ""
+    try:
+        result = torch.load(result_file, weights_only=False)
+    except Exception as exc:  # a process ended while writing it
+        first = (str(exc).strip().splitlines() or [""])[0]
+        return None, f"its result could not be read ({type(exc).__name__}: {first})"
+    if not well_formed(result):
+        return None, "its result was not one it writes"
+    return result, ""
 
 
-def _read(result_file: Path, *, from_cache: bool) -> FreshRun:
-    result = torch.load(result_file, weights_only=False)
-    if "error" in result:
-        stage, _, error = result["error"].partition(": ")
-        return FreshRun(None, stage, error.strip(), from_cache=from_cache)
-    return FreshRun(result["outputs"], from_cache=from_cache)
+def _ended(
+    progress: Path, returncode: int | None, server_ended: int | None, printed: str, unreadable: str
+) -> FreshRun:
+    """The process ended with no result: what it was doing (its progress file's last
+    line) and how it ended."""
+    try:
+        lines = progress.read_text(errors="replace").splitlines()
+    except OSError:
+        lines = []
+    last_step = lines[-1] if lines else "load|starting, before torch was imported"
+    stage, _, doing = last_step.partition("|")
+    if server_ended is None:
+        told = f"{doing} ended the loading process: {_status(returncode)}"
+    else:
+        # The server only waits while a child runs: what ended it is most likely what
+        # the child imported (it may have gone on a little before it was taken along).
+        prefix = "load|importing load_imports module "
+        modules = [line.removeprefix(prefix) for line in lines if line.startswith(prefix)]
+        after = f" after importing load_imports module {', '.join(modules)}," if modules else ""
+        after = "" if last_step.startswith(prefix) else after  # said by "while importing"
+        told = (
+            f"the fork server that loads programs ended ({_status(server_ended)}){after} "
+            f"while {doing}: the loading process went with it (a new server loads the next "
+            "item's)"
+        )
+    if unreadable:
+        told += f"; {unreadable}"
+    last = printed.strip().splitlines()
+    if last:
+        told += f"\nits last output: {last[-1][:300]}"
+    return FreshRun(None, stage if stage in ("load", "run") else "load", told, ended=True)
+
+
+def _as_named(text: str, imports: tuple[str, ...]) -> str:
+    """``text`` with each imported file's absolute path (what the child was given) as
+    the case would write it: relative to the working directory, where it is below it."""
+    for name in imports:
+        if name.endswith(".py") and Path(name).is_absolute():
+            try:
+                shown = str(Path(name).relative_to(Path.cwd()))
+            except ValueError:
+                continue
+            text = text.replace(name, shown)
+    return text
+
+
+def _status(returncode: int | None) -> str:
+    if returncode is None:
+        return "exit status unknown"
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exit status {returncode}"

@@ -50,3 +50,30 @@ def test_a_child_past_its_time_is_killed_and_the_server_serves_on(
     assert slow.returncode is None
     after = server.run(["after"], tmp_path / "after.txt", timeout=60)
     assert after.returncode == 3 and after.output.startswith("after")
+
+
+ENDING = """
+import os, signal, sys
+what = sys.argv[1]
+if what == "server":
+    os.kill(os.getppid(), signal.SIGKILL)
+    signal.pause()  # taken along by the server's death, not left running
+elif what == "group":
+    os.killpg(0, signal.SIGKILL)
+print(what)
+"""
+
+
+def test_a_child_that_kills_the_server_is_said_and_a_new_server_serves_on(tmp_path: Path) -> None:
+    server = ForkServer(ENDING)
+    try:
+        killed = server.run(["server"], tmp_path / "killed.txt", timeout=60)
+        assert killed.returncode is None and killed.server_ended == -9
+        after = server.run(["after"], tmp_path / "after.txt", timeout=60)
+        assert (after.returncode, after.output, after.server_ended) == (0, "after\n", None)
+        # Its own process group: killing the group kills the child, not the server or us.
+        group = server.run(["group"], tmp_path / "group.txt", timeout=60)
+        assert (group.returncode, group.server_ended) == (-9, None)
+        assert server.run(["last"], tmp_path / "last.txt", timeout=60).output == "last\n"
+    finally:
+        server.close()
