@@ -9,7 +9,7 @@ per-process state and everything that touches torch load only when needed.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
 
@@ -259,9 +259,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "exportcheck_supervise",
         type="bool",
         default=True,
-        help="without -n, run the session in a forked child and fail the run if that "
-        "process ends before the run does (posix._exit, exec, libc's exit in a model); "
-        "default true.",
+        help="without -n, run the session in a child process (a fresh interpreter with the "
+        "same command line) and fail the run if that process ends before the run does "
+        "(posix._exit, exec, libc's exit in a model); default true.",
     )
     parser.addini(
         "exportcheck_cache_size",
@@ -270,18 +270,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
-    """``pytest --exportcheck`` with no paths collects ``exportcheck_paths`` instead of
-    ``testpaths``: so pytest loads their conftests, not the test suite's (which may
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> Generator[None]:
+    """Outermost, so before pytest captures output or imports any conftest: a
+    one-process run is supervised from here (``containment/supervisor.py``): this
+    process starts the session as a child and exits with the run's status.
+
+    Then ``pytest --exportcheck`` with no paths collects ``exportcheck_paths`` instead
+    of ``testpaths``: so pytest loads their conftests, not the test suite's (which may
     import much the corpus never uses; this project's imports torch and its test
     helpers, in the xdist controller too, before any worker starts)."""
     namespace = early_config.known_args_namespace
-    if not getattr(namespace, "exportcheck", False) or namespace.file_or_dir:
-        return
-    existing = [str(d) for d in _case_dirs(early_config) if d.is_dir()]
-    if existing:
-        namespace.file_or_dir = existing
+    if getattr(namespace, "exportcheck", False):
+        from pytest_exportcheck.containment import supervisor
+
+        status = supervisor.supervise(early_config, namespace)
+        if status is not None:
+            raise SystemExit(status)  # the session ran in the child: nothing more here
+        if not namespace.file_or_dir:
+            existing = [str(d) for d in _case_dirs(early_config) if d.is_dir()]
+            if existing:
+                namespace.file_or_dir = existing
+    return (yield)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -294,15 +304,14 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
-    """Before any ``pytest_configure``: a one-process run is supervised by a parent that
-    fails it if the session's process vanishes (``supervisor.py``)."""
+    """Where this plugin came too late for ``pytest_load_initial_conftests`` (a
+    conftest's ``pytest_plugins`` named it), supervision is decided here, before any
+    ``pytest_configure``; the parent has then imported the conftests the child will."""
     if not config.getoption("exportcheck"):
         return None
     from pytest_exportcheck.containment import supervisor
 
-    if supervisor.why_unsupervised(config) is not None:
-        return None
-    return supervisor.supervise(config)
+    return supervisor.supervise(config, config.option)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -327,6 +336,10 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_exportcheck.items.session import ExportCheckSession
 
     config.pluginmanager.register(ExportCheckSession(config, case_dirs), "exportcheck-session")
+    if not hasattr(config, "workerinput"):
+        from pytest_exportcheck.containment.supervisor import UnguardedNotice
+
+        config.pluginmanager.register(UnguardedNotice(), "exportcheck-unguarded")
     from pytest_exportcheck.items.program_saving import PLUGIN, ProgramsAcrossVersions
     from pytest_exportcheck.spec.compat import torch_minor
 

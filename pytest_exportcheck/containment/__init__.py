@@ -3,9 +3,9 @@
 Stages and time limits (``stages.py``), failures and their messages (``failures.py``),
 process-wide state a model may leave changed (``process_state.py``,
 ``torch_namespaces.py``, ``child_processes.py``, ``thread_origins.py``), exits that
-bypass Python (``user_exits.py``, ``supervisor.py``), memory (``memory_limit.py``,
-``memory_return.py``, ``allocation.py``), workers that die (``crashes.py``), and what
-every item runs under (``item_guards.py``).
+bypass Python (``user_exits.py``, ``supervisor.py``, ``supervisor_parent.py``), memory
+(``memory_limit.py``, ``memory_return.py``, ``allocation.py``), workers that die
+(``crashes.py``), and what every item runs under (``item_guards.py``).
 
 May import: ``spec/``, ``recordings/`` (atomic writes), ``parallel/gpu_sharing`` (sizes)
 and torch; nothing of the items, the eager side, captures or checks.

@@ -8,19 +8,26 @@ CI job reads it as green. Under pytest-xdist the controller sees its worker
 go and reports the item ``[crashed]``: nothing to add there.
 
 So a one-process ``pytest --exportcheck``, started from the command line,
-forks once before anything heavy is imported (``pytest_cmdline_main``, ahead
-of every ``pytest_configure``). The child runs the session as it would have
-run; it tells the parent, through a pipe, each item it starts and, last, that
-the session reached its end. The parent only waits. If the child ends
-without that last word, the parent names the item that was running, says why
-the run is incomplete, and exits non-zero (the child's own status where that
-was non-zero; a signal that killed the child kills the parent the same way).
+decides before pytest captures output or imports any conftest (the outermost
+``pytest_load_initial_conftests``) to run the session in a child: a fresh
+interpreter started with the same command line, environment and directory
+(``supervisor_parent.py``). Never a fork: a rootdir conftest that runs one
+torch op starts torch's thread pool, and a forked child deadlocks on its next
+parallel op. The parent imports no conftest and no torch; it only waits.
 
-Not supervised (said in the header): ``pytest.main()`` called in-process (the
-caller's process cannot be forked under it), xdist runs, platforms without
-``fork``, and runs with ``exportcheck_supervise = false``. Measured cost: the
-fork of a pytest process without torch, a few milliseconds, and a parent of
-~40 MB resident (pages shared with the child until either writes them).
+The child tells the parent, over a socket, each item it starts and, last, that
+the session reached its end with its exit status and a token the parent gave
+it. The parent believes that end only from the child's own process (the
+kernel names each message's sender), with the token, and only when the child
+then exits normally with the status it announced. Anything else fails the run,
+naming the item that was running. What code in the session's own process
+could still fake is in docs/hostile.md.
+
+Not supervised (said in the header and on the run's last line): ``pytest.main()``
+called in-process (the caller's process is not pytest's to replace), xdist
+runs, platforms without ``posix_spawn`` or ``AF_UNIX`` sequenced-packet
+sockets, a Python started from standard input, and runs with
+``exportcheck_supervise = false``.
 """
 
 from __future__ import annotations
@@ -28,55 +35,70 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import sys
 from typing import Any
 
 import pytest
 
-# The lines the child writes: "item <nodeid>", "fatal <message>", "end".
-_ITEM, _FATAL, _END = "item ", "fatal ", "end"
-# Signals the parent passes on to the child (a CI runner's timeout sends SIGTERM to
-# the process it started: the parent). SIGINT from a terminal reaches both already.
-_FORWARDED = ("SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
+# The environment variable that makes a process the supervised session: "<socket
+# fd>:<parent pid>". Removed at once, so nothing the session starts sees it.
+CHILD_ENV = "PYTEST_EXPORTCHECK_SUPERVISOR"
+# The messages the child sends: "item <nodeid>", "fatal <message>", "end <token> <status>".
+ITEM, FATAL, END = "item ", "fatal ", "end "
+UNKNOWN_STATUS = "?"  # no session began (a usage error in configure): any exit status
+MAX_MESSAGE = 8192  # one datagram; a longer line is cut
 
-_channel: int | None = None  # the child's end of the pipe, once forked
+_channel: int | None = None  # the child's end of the socket, in the supervised session
+_token = ""
+_session_pid = 0  # a process forked from the session is not the session: it says nothing
+_not_supervised: str | None = None  # why a run that would have been was not (spawn failed)
+_DECIDED = pytest.StashKey[bool]()
 
 
-def why_unsupervised(config: pytest.Config) -> str | None:
-    """Why this run is not supervised, or None when it can be."""
-    if not config.getoption("exportcheck", False):
+def supervise(config: pytest.Config, options: Any) -> int | None:
+    """Decide once, as early as this plugin is there: the run's exit status where this
+    process supervised it (the session ran in its child); None where the session runs
+    here (unsupervised, or as the supervised child)."""
+    if config.stash.get(_DECIDED, False):
+        return None
+    config.stash[_DECIDED] = True
+    if become_child(config) or why_unsupervised(config, options):
+        return None
+    from pytest_exportcheck.containment.supervisor_parent import run_supervised
+
+    return run_supervised()
+
+
+def why_unsupervised(config: pytest.Config, options: Any = None) -> str | None:
+    """Why this run is not supervised, or None when it can be. ``options``: the parsed
+    options (``early_config.known_args_namespace`` before ``config.option`` is filled)."""
+    options = config.option if options is None else options
+    if not getattr(options, "exportcheck", False):
         return "no --exportcheck"
+    if _channel is not None:
+        return None
+    if _not_supervised is not None:
+        return _not_supervised
     if not _ini_true(config.getini("exportcheck_supervise")):
         return "exportcheck_supervise = false"
-    if hasattr(config, "workerinput") or _distributed(config):
+    if (
+        hasattr(config, "workerinput")
+        or os.environ.get("PYTEST_XDIST_WORKER")
+        or _distributed(options)
+    ):
         return "pytest-xdist runs items in workers: the controller reports one that vanishes"
-    if not hasattr(os, "fork"):
-        return "this platform has no fork()"
-    if config.getoption("collectonly", False):
+    if not _can_spawn():
+        return "this platform has no posix_spawn() or AF_UNIX sequenced-packet sockets"
+    if getattr(options, "collectonly", False):
         return "--collect-only runs no items"
+    if getattr(options, "help", False) or getattr(options, "version", False):
+        return "--help runs no items"
     if not _started_from_command_line():
         return "pytest.main() called in-process"
-    torch = sys.modules.get("torch")
-    if torch is not None and getattr(torch.cuda, "is_initialized", lambda: False)():
-        return "CUDA was initialized before the session (a forked child could not use it)"
+    if sys.argv[0] in ("", "-") or not sys.executable or not hasattr(sys, "orig_argv"):
+        return "this Python did not start from a program or module it could start again"
     return None
-
-
-def supervise(config: pytest.Config) -> int | None:
-    """Fork: in the child, return None (the session runs); in the parent, wait for the
-    child and return the run's exit status."""
-    global _channel
-    read_end, write_end = os.pipe()  # not inherited by an exec'd program: EOF then
-    sys.stdout.flush()
-    sys.stderr.flush()
-    child = os.fork()
-    if child == 0:
-        os.close(read_end)
-        _channel = write_end
-        config.pluginmanager.register(_ChildReports(), "exportcheck-supervised")
-        return None
-    os.close(write_end)
-    return _wait_for(child, read_end)
 
 
 def header_lines(config: pytest.Config) -> list[str]:
@@ -93,127 +115,121 @@ def header_lines(config: pytest.Config) -> list[str]:
     return [f"exportcheck: not supervised ({reason}): a model that ends the process ends the run"]
 
 
-def last_words(message: str) -> None:
-    """Tell the parent why this process is about to end on purpose (no-op unsupervised)."""
-    _send(_FATAL + " ".join(message.split()))
-
-
-class _ChildReports:
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_logstart(self, nodeid: str) -> None:
-        _send(_ITEM + nodeid)
-
-    # First among the unconfigure hooks: the session's ends the process with os._exit
-    # where a thread it could not detach would keep it alive, and the summary is out.
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_unconfigure(self) -> None:
-        _send(_END)
-
-
-def _send(line: str) -> None:
-    if _channel is None:
-        return
-    data = (line.replace("\n", " ") + "\n").encode("utf-8", "replace")
-    with contextlib.suppress(OSError):  # the parent is gone: nobody to tell
-        os.write(_channel, data)  # one write under PIPE_BUF for short lines: never torn
-
-
-def _wait_for(child: int, read_end: int) -> int:
-    for name in _FORWARDED:
-        number = getattr(signal, name, None)
-        if number is not None:
-            signal.signal(number, lambda signum, frame: _pass_on(child, signum))
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the terminal sent it to the child too
-    running, fatal, ended = None, None, False
-    with os.fdopen(read_end, "rb") as pipe:
-        for raw in pipe:
-            line = raw.decode("utf-8", "replace").rstrip("\n")
-            if line.startswith(_ITEM):
-                running = line[len(_ITEM) :]
-            elif line.startswith(_FATAL):
-                fatal = line[len(_FATAL) :]
-            elif line == _END:
-                ended = True
-    status = _waited_status(child)
-    if ended:
-        return _exit_like(status)
-    sys.stdout.flush()
-    sys.stderr.write("\n" + incomplete_run_message(running, fatal, status) + "\n")
-    sys.stderr.flush()
-    code = _exit_like(status)
-    return 1 if fatal or code == 0 else code  # ended on purpose: a failed run, as pytest says
-
-
-def _one_line(text: str) -> str:
-    """The child's words on one line that starts with ours: GitHub's runner reads a
-    workflow command (``::error``) from any line, and "\\r" starts one for it too."""
-    return text.replace("\r", "\\r")
-
-
-def incomplete_run_message(running: str | None, fatal: str | None, status: int) -> str:
-    """What the parent says when the session ended without reaching its end."""
-    where = f"while running {_one_line(running)}" if running else "before any item started"
-    if fatal:
-        return f"exportcheck: the run ended {where}: {_one_line(fatal)}"
-    how = _describe_status(status)
+def unguarded_line(config: pytest.Config) -> str | None:
+    """The run's last line where nothing guards its process's exit: a CI log shows it
+    under the summary, and a wrapper can check for it (a run cut short never prints it)."""
+    reason = why_unsupervised(config)
+    if _channel is not None or reason is None or "xdist" in reason or reason.startswith("no "):
+        return None
     return (
-        f"exportcheck: the test process ended {where} ({how}) without reaching the end of "
-        "the run: something in it ended or replaced the process where no Python code runs "
-        "after (posix._exit, libc's exit() through ctypes, os.exec*, a crash). No summary, "
-        "report or recording of this run is complete; the run fails. Under pytest-xdist "
-        "(-n 1 or more) the item is reported [crashed] and the run goes on."
+        f"exportcheck: end of run, not supervised ({reason}): nothing guarded this "
+        "process's exit, so a run that stops before printing this line did not end, "
+        "whatever its exit status"
     )
 
 
-def _describe_status(status: int) -> str:
-    if os.WIFSIGNALED(status):
-        number = os.WTERMSIG(status)
-        try:
-            name = signal.Signals(number).name
-        except ValueError:
-            name = f"signal {number}"
-        return f"killed by {name}"
-    return f"exit status {os.WEXITSTATUS(status)}"
+class UnguardedNotice:
+    """Writes :func:`unguarded_line` under pytest's summary line."""
+
+    # The outermost wrapper: after the terminal reporter's, which writes the summary.
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> Any:
+        result = yield
+        line = unguarded_line(session.config)
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if line is not None and reporter is not None:
+            reporter.write_line(line, yellow=True)
+        return result
 
 
-def _exit_like(status: int) -> int:
-    """The child's exit status; where a signal killed it, the parent dies of the same."""
-    if os.WIFSIGNALED(status):
-        number = os.WTERMSIG(status)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        signal.signal(number, signal.SIG_DFL)
-        os.kill(os.getpid(), number)
-        return 128 + number  # a signal that does not kill (ignored elsewhere)
-    return os.WEXITSTATUS(status)
+def become_child(config: pytest.Config) -> bool:
+    """In the process a supervising parent started: take the channel it passed and
+    register the reports it gets. False where this is no such process."""
+    global _channel, _token, _session_pid
+    value = os.environ.pop(CHILD_ENV, None)
+    if value is None or _channel is not None:
+        return False
+    fd_text, _, parent_text = value.partition(":")
+    fd, parent = int(fd_text), int(parent_text)
+    os.set_inheritable(fd, False)  # neither a subprocess nor an exec'd program holds it
+    _die_with_parent()
+    # The token comes over the socket, not the environment (/proc/<pid>/environ keeps
+    # the environment a process started with): read once, here, before any user code.
+    token = os.read(fd, 64).decode("ascii", "replace")
+    if os.getppid() != parent or not token:  # the parent ended before it could be told
+        os._exit(1)
+    _channel, _token, _session_pid = fd, token, os.getpid()
+    config.pluginmanager.register(_ChildReports(), "exportcheck-supervised")
+    return True
 
 
-def _waited_status(child: int) -> int:
-    while True:
-        try:
-            _, status = os.waitpid(child, 0)
-            return status
-        except InterruptedError:
-            continue
+def spawn_failed(reason: str) -> None:
+    """The session runs in this process after all: the header says why."""
+    global _not_supervised
+    _not_supervised = reason
 
 
-def _pass_on(child: int, signum: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(child, signum)
+def last_words(message: str) -> None:
+    """Tell the parent why this process is about to end on purpose (no-op unsupervised)."""
+    _send(FATAL + " ".join(message.split()))
 
 
-def _distributed(config: pytest.Config) -> bool:
-    numprocesses = config.getoption("numprocesses", None)
-    dist = config.getoption("dist", "no")
+class _ChildReports:
+    def __init__(self) -> None:
+        self.session: pytest.Session | None = None
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.session = session
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logstart(self, nodeid: str) -> None:
+        _send(ITEM + nodeid)
+
+    # First among the unconfigure hooks: the session's ends the process with os._exit
+    # (with this same status) where a thread it could not detach would keep it alive.
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_unconfigure(self) -> None:
+        status = UNKNOWN_STATUS if self.session is None else str(int(self.session.exitstatus))
+        _send(f"{END}{_token} {status}")
+
+
+def _send(line: str) -> None:
+    if _channel is None or os.getpid() != _session_pid:
+        return
+    data = (line.replace("\n", " ")).encode("utf-8", "replace")[:MAX_MESSAGE]
+    with contextlib.suppress(OSError):  # the parent is gone: nobody to tell
+        os.write(_channel, data)  # one datagram: never torn, never merged
+
+
+def _die_with_parent() -> None:
+    """Linux: the kernel kills this process when the parent ends (``kill -9`` of the
+    pytest the user started must not leave the session running as an orphan)."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
+
+
+def _can_spawn() -> bool:
+    names = (("posix_spawn", os), ("AF_UNIX", socket), ("SOCK_SEQPACKET", socket))
+    return all(hasattr(module, name) for name, module in names)
+
+
+def _distributed(options: Any) -> bool:
+    numprocesses = getattr(options, "numprocesses", None)
+    dist = getattr(options, "dist", "no")
     return bool(numprocesses) or dist not in (None, "no")
 
 
 def _started_from_command_line() -> bool:
     """Whether this session is the one pytest's console entry point (``pytest``,
-    ``python -m pytest``) started: only then is the process pytest's own to fork. A
-    session started inside another (pytester's inline runs, a test calling
-    ``pytest.main()``) has a second ``main`` on the stack: forking there would fork the
-    outer session too."""
+    ``python -m pytest``) started: only then is the process pytest's own to run again
+    under a parent. A session started inside another (pytester's inline runs, a test
+    calling ``pytest.main()``) has a second ``main`` on the stack."""
     entries = mains = 0
     frame: Any = sys._getframe()
     while frame is not None:
@@ -223,7 +239,7 @@ def _started_from_command_line() -> bool:
             entries += name in ("_console_main", "console_main")
             mains += name in ("main", "_main")
         frame = frame.f_back
-    return entries == 1 and mains == 1
+    return entries >= 1 and mains == 1
 
 
 def _ini_true(value: Any) -> bool:

@@ -3,6 +3,7 @@
 Each class's docstring says what it does; tests/hostile/README.md says what each proves.
 """
 
+import contextlib
 import os
 import signal
 import sys
@@ -290,6 +291,64 @@ class NestsOutput(Good):
         for _ in range(self.depth):
             out = (out,)
         return out
+
+
+class ForgesEndOfRun(Good):
+    """Writes the supervisor's end-of-run line (as it was, and with a status) into every
+    descriptor it inherited past stdio, then ends the process with status 0."""
+
+    def forward(self, x):
+        import posix
+
+        for name in os.listdir("/proc/self/fd"):
+            if int(name) > 2:
+                for line in (b"end\n", b"end", b"end 0", b"end 0 0"):
+                    with contextlib.suppress(OSError):
+                        os.write(int(name), line)
+        posix._exit(0)
+
+
+class ExitsZeroAtExit(Good):
+    """Fails its eager stage, having asked for the process to end with status 0 at exit
+    (an atexit handler): the session ends with status 1, its process with 0."""
+
+    def forward(self, x):
+        import atexit
+        import posix
+
+        atexit.register(posix._exit, 0)
+        raise ValueError("fails")
+
+
+class ForksLongChild(Good):
+    """Forks once; the forked copy sleeps for a minute (holding every descriptor the
+    process had) and writes its pid to ``forked.pid``."""
+
+    def forward(self, x):
+        if not _STARTED:
+            pid = os.fork()
+            if pid == 0:
+                time.sleep(60)
+                import posix
+
+                posix._exit(0)
+            _STARTED.append(pid)
+            with open("forked.pid", "w") as file:
+                file.write(str(pid))
+        return self.lin(x)
+
+
+class Waits(Good):
+    """Writes its pid to ``running.pid`` and sleeps a minute, the first time it runs: a
+    run to stop from outside."""
+
+    def forward(self, x):
+        if not _STARTED:
+            _STARTED.append(os.getpid())
+            with open("running.pid", "w") as file:
+                file.write(str(os.getpid()))
+            time.sleep(60)
+        return self.lin(x)
 
 
 class StateDictCannotAllocate(Good):

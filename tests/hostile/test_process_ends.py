@@ -60,12 +60,20 @@ def test_without_supervision_the_header_says_what_is_not_guarded(
         ]
     )
     assert result.ret == 0  # what supervision is for: the false pass it prevents
+    assert "exportcheck: end of run" not in result.stdout.str()  # it did not end
 
 
-def test_a_session_inside_another_is_never_forked(hostile: pytest.Pytester) -> None:
-    # Inline, inside this test run (itself started from the command line): a fork here
-    # would fork this whole test run.
+UNGUARDED = (
+    "exportcheck: end of run, not supervised ({}): nothing guarded this process's exit, so "
+    "a run that stops before printing this line did not end, whatever its exit status"
+)
+
+
+def test_a_session_inside_another_is_never_run_again(hostile: pytest.Pytester) -> None:
+    # Inline, inside this test run (itself started from the command line): a child
+    # started here with this process's command line would run this whole test run.
     write_hostile(hostile)
     result = hostile.runpytest("--exportcheck", "-p", "no:xdist")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["exportcheck: not supervised (pytest.main() called in-process)*"])
+    assert result.stdout.lines[-1] == UNGUARDED.format("pytest.main() called in-process")

@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from pytest_exportcheck.containment.supervisor import incomplete_run_message
+from pytest_exportcheck.containment.supervisor_parent import incomplete_run_message
 from pytest_exportcheck.reports.inert_output import InertLines, inert
 from pytest_exportcheck.reports.markdown_text import md_code, md_text
 
