@@ -41,13 +41,15 @@ from typing import Any
 
 import pytest
 
-# The environment variable that makes a process the supervised session: "<socket
-# fd>:<parent pid>". Removed at once, so nothing the session starts sees it.
-CHILD_ENV = "PYTEST_EXPORTCHECK_SUPERVISOR"
-# The messages the child sends: "item <nodeid>", "fatal <message>", "end <token> <status>".
-ITEM, FATAL, END = "item ", "fatal ", "end "
-UNKNOWN_STATUS = "?"  # no session began (a usage error in configure): any exit status
-MAX_MESSAGE = 8192  # one datagram; a longer line is cut
+from pytest_exportcheck.containment.supervision_channel import (
+    CHILD_ENV,
+    END,
+    FATAL,
+    ITEM,
+    MAX_MESSAGE,
+    UNKNOWN_STATUS,
+)
+from pytest_exportcheck.containment.supervisor_parent import run_supervised
 
 _channel: int | None = None  # the child's end of the socket, in the supervised session
 _token = ""
@@ -65,9 +67,10 @@ def supervise(config: pytest.Config, options: Any) -> int | None:
     config.stash[_DECIDED] = True
     if become_child(config) or why_unsupervised(config, options):
         return None
-    from pytest_exportcheck.containment.supervisor_parent import run_supervised
-
-    return run_supervised()
+    status, failed = run_supervised()
+    if failed is not None:
+        spawn_failed(failed)
+    return status
 
 
 def why_unsupervised(config: pytest.Config, options: Any = None) -> str | None:
@@ -82,11 +85,10 @@ def why_unsupervised(config: pytest.Config, options: Any = None) -> str | None:
         return _not_supervised
     if not _ini_true(config.getini("exportcheck_supervise")):
         return "exportcheck_supervise = false"
-    if (
-        hasattr(config, "workerinput")
-        or os.environ.get("PYTEST_XDIST_WORKER")
-        or _distributed(options)
-    ):
+    # Not PYTEST_XDIST_WORKER: a worker's children inherit it (a pytester project run
+    # by a test under -n). A worker is not started by pytest's console entry point, so
+    # _started_from_command_line() below keeps it unsupervised.
+    if hasattr(config, "workerinput") or _distributed(options):
         return "pytest-xdist runs items in workers: the controller reports one that vanishes"
     if not _can_spawn():
         return "this platform has no posix_spawn() or AF_UNIX sequenced-packet sockets"

@@ -33,8 +33,14 @@ import struct
 import sys
 from dataclasses import dataclass, field
 
-from pytest_exportcheck.containment import supervisor
-from pytest_exportcheck.containment.supervisor import END, FATAL, ITEM, MAX_MESSAGE, UNKNOWN_STATUS
+from pytest_exportcheck.containment.supervision_channel import (
+    CHILD_ENV,
+    END,
+    FATAL,
+    ITEM,
+    MAX_MESSAGE,
+    UNKNOWN_STATUS,
+)
 
 # What the parent passes on. The terminal sends SIGINT, SIGQUIT and SIGHUP to the
 # whole foreground process group: those reach the child already.
@@ -53,9 +59,10 @@ class _Heard:
     strangers: set[int] = field(default_factory=set)  # pids that wrote, not the child's
 
 
-def run_supervised() -> int | None:
+def run_supervised() -> tuple[int | None, str | None]:
     """Start the session as a child and wait for it: the status this process exits
-    with, or None where the child could not start (the session then runs here)."""
+    with; or None and why, where the child could not start (the session then runs
+    here, and its header says why)."""
     signals = {getattr(signal, name) for name in _PASSED_ON if hasattr(signal, name)}
     signals.add(signal.SIGCHLD)
     parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -63,7 +70,7 @@ def run_supervised() -> int | None:
         parent_end.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
     token = secrets.token_hex(16)
     env = dict(os.environ)
-    env[supervisor.CHILD_ENV] = f"{child_end.fileno()}:{os.getpid()}"
+    env[CHILD_ENV] = f"{child_end.fileno()}:{os.getpid()}"
     argv = [sys.executable, *sys.orig_argv[1:]]
     child_inode = os.fstat(child_end.fileno()).st_ino
     sys.stdout.flush()
@@ -78,8 +85,7 @@ def run_supervised() -> int | None:
         signal.pthread_sigmask(signal.SIG_SETMASK, before)
         parent_end.close()
         child_end.close()
-        supervisor.spawn_failed(f"its process could not be started: {exc}")
-        return None
+        return None, f"its process could not be started: {exc}"
     child_end.close()
     parent_end.sendall(token.encode())  # read once, at the child's start
     parent_end.setblocking(False)
@@ -102,7 +108,7 @@ def run_supervised() -> int | None:
     code = _judge(heard, status, stops)
     if left is not None:
         _say(left)
-    return code
+    return code, None
 
 
 def _pass_on(info: signal.struct_siginfo, child: int, stops: dict[int, int]) -> None:
