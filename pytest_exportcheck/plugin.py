@@ -259,8 +259,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "exportcheck_supervise",
         type="bool",
         default=True,
-        help="without -n, run the session in a child process (a fresh interpreter with the "
-        "same command line) and fail the run if that process ends before the run does "
+        help="without -n, run the session in a child process (a fork, or a fresh interpreter "
+        "with the same command line where pytest's process has threads) and fail the run if "
+        "that process ends before the run does "
         "(posix._exit, exec, libc's exit in a model); default true.",
     )
     parser.addini(

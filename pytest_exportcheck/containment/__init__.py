@@ -3,8 +3,8 @@
 Stages and time limits (``stages.py``), failures and their messages (``failures.py``),
 process-wide state a model may leave changed (``process_state.py``,
 ``torch_namespaces.py``, ``child_processes.py``, ``thread_origins.py``), exits that
-bypass Python (``user_exits.py``, ``supervisor.py``, ``supervisor_parent.py``, their
-protocol ``supervision_channel.py``), memory
+bypass Python (``user_exits.py``, ``supervisor.py``, ``supervisor_parent.py``,
+``session_start.py``, their protocol ``supervision_channel.py``), memory
 (``memory_limit.py``, ``memory_return.py``, ``allocation.py``), workers that die
 (``crashes.py``), and what every item runs under (``item_guards.py``).
 

@@ -6,8 +6,9 @@ is ``supervisor.py``, the parent's ``supervisor_parent.py``.
 
 from __future__ import annotations
 
-# The environment variable that makes a process the supervised session: "<socket
-# fd>:<parent pid>". Removed at once, so nothing the session starts sees it.
+# The environment variable that makes a fresh interpreter the supervised session:
+# "<socket fd>:<parent pid>:<the parent's threads>" (a forked session gets the same
+# text from session_start.start). Removed at once, so nothing the session starts sees it.
 CHILD_ENV = "PYTEST_EXPORTCHECK_SUPERVISOR"
 # The messages the child sends: "item <nodeid>", "fatal <message>", "end <token> <status>".
 ITEM, FATAL, END = "item ", "fatal ", "end "

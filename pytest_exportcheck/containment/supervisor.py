@@ -9,11 +9,13 @@ go and reports the item ``[crashed]``: nothing to add there.
 
 So a one-process ``pytest --exportcheck``, started from the command line,
 decides before pytest captures output or imports any conftest (the outermost
-``pytest_load_initial_conftests``) to run the session in a child: a fresh
-interpreter started with the same command line, environment and directory
-(``supervisor_parent.py``). Never a fork: a rootdir conftest that runs one
-torch op starts torch's thread pool, and a forked child deadlocks on its next
-parallel op. The parent imports no conftest and no torch; it only waits.
+``pytest_load_initial_conftests``) to run the session in a child: a fork of
+this process where it has one thread, else a fresh interpreter started with the
+same command line, environment and directory (``session_start.py``). Never a fork
+of a process with threads: one a plugin or an early conftest started (torch's
+thread pool after one op) would leave the forked child deadlocked on its next
+parallel op. The parent imports no conftest and no torch; it only waits
+(``supervisor_parent.py``).
 
 The child tells the parent, over a socket, each item it starts and, last, that
 the session reached its end with its exit status and a token the parent gave
@@ -54,6 +56,7 @@ from pytest_exportcheck.containment.supervisor_parent import run_supervised
 _channel: int | None = None  # the child's end of the socket, in the supervised session
 _token = ""
 _session_pid = 0  # a process forked from the session is not the session: it says nothing
+_parent_threads = ""  # the parent's thread count where the session is a fresh interpreter
 _not_supervised: str | None = None  # why a run that would have been was not (spawn failed)
 _DECIDED = pytest.StashKey[bool]()
 
@@ -67,10 +70,13 @@ def supervise(config: pytest.Config, options: Any) -> int | None:
     config.stash[_DECIDED] = True
     if become_child(config) or why_unsupervised(config, options):
         return None
-    status, failed = run_supervised()
-    if failed is not None:
-        spawn_failed(failed)
-    return status
+    started = run_supervised()
+    if started.handoff is not None:  # this process is the session, forked
+        _become_session(config, started.handoff)
+        return None
+    if started.failed is not None:
+        spawn_failed(started.failed)
+    return started.status
 
 
 def why_unsupervised(config: pytest.Config, options: Any = None) -> str | None:
@@ -107,10 +113,19 @@ def header_lines(config: pytest.Config) -> list[str]:
     """What the header says of supervision (nothing in an xdist worker or controller:
     workers that vanish are the controller's to report)."""
     if _channel is not None:
-        return [
+        lines = [
             "exportcheck: supervised: a parent process fails the run if this one ends "
             "before the run does (exportcheck_supervise = false: not)"
         ]
+        if _parent_threads.isdigit() and int(_parent_threads) > 1:
+            # Where the start-up cost and any import-time side effects come twice.
+            lines.append(
+                "exportcheck: the session is a fresh interpreter, not a fork: pytest's "
+                f"process already had {_parent_threads} threads (a plugin, sitecustomize "
+                "or conftest imported first started them, and a fork could deadlock on "
+                "their locks), so pytest and its plugins started twice"
+            )
+        return lines
     reason = why_unsupervised(config)
     if reason is None or "xdist" in reason:
         return []
@@ -145,13 +160,20 @@ class UnguardedNotice:
 
 
 def become_child(config: pytest.Config) -> bool:
-    """In the process a supervising parent started: take the channel it passed and
-    register the reports it gets. False where this is no such process."""
-    global _channel, _token, _session_pid
+    """In the fresh interpreter a supervising parent started: take the channel it
+    passed and register the reports it gets. False where this is no such process."""
     value = os.environ.pop(CHILD_ENV, None)
     if value is None or _channel is not None:
         return False
-    fd_text, _, parent_text = value.partition(":")
+    _become_session(config, value)
+    return True
+
+
+def _become_session(config: pytest.Config, handoff: str) -> None:
+    """Take the channel ``handoff`` names (``session_start.py``), whether this process
+    was forked or started fresh: the same checks either way."""
+    global _channel, _token, _session_pid, _parent_threads
+    fd_text, parent_text, threads = handoff.split(":", 2)
     fd, parent = int(fd_text), int(parent_text)
     os.set_inheritable(fd, False)  # neither a subprocess nor an exec'd program holds it
     _die_with_parent()
@@ -160,9 +182,8 @@ def become_child(config: pytest.Config) -> bool:
     token = os.read(fd, 64).decode("ascii", "replace")
     if os.getppid() != parent or not token:  # the parent ended before it could be told
         os._exit(1)
-    _channel, _token, _session_pid = fd, token, os.getpid()
+    _channel, _token, _session_pid, _parent_threads = fd, token, os.getpid(), threads
     config.pluginmanager.register(_ChildReports(), "exportcheck-supervised")
-    return True
 
 
 def spawn_failed(reason: str) -> None:

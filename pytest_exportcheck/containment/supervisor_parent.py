@@ -1,10 +1,7 @@
-"""The supervising parent: starts the session as a fresh interpreter and judges its end.
+"""The supervising parent: starts the session (``session_start.py``: a fork where this
+process has one thread, else a fresh interpreter) and judges its end.
 
-The child is ``sys.executable`` with the interpreter's own original command line
-(``sys.orig_argv``: ``pytest ...``, ``python -m pytest ...``, ``python -X ... -c
-...``, every ``-p``, ``-c``/``--rootdir``), this environment and working directory,
-started with ``posix_spawn`` (no fork of this interpreter: whatever threads it has
-stay here) and one end of a sequenced-packet socket. The parent then only waits:
+The parent then only waits:
 
 - for its own child's exit (``waitpid``), not for the socket's end: a process the
   model forked may hold the child's end for ever; it is named, not waited for;
@@ -33,8 +30,8 @@ import struct
 import sys
 from dataclasses import dataclass, field
 
+from pytest_exportcheck.containment.session_start import Started, start
 from pytest_exportcheck.containment.supervision_channel import (
-    CHILD_ENV,
     END,
     FATAL,
     ITEM,
@@ -59,34 +56,34 @@ class _Heard:
     strangers: set[int] = field(default_factory=set)  # pids that wrote, not the child's
 
 
-def run_supervised() -> tuple[int | None, str | None]:
+def run_supervised() -> Started:
     """Start the session as a child and wait for it: the status this process exits
-    with; or None and why, where the child could not start (the session then runs
-    here, and its header says why)."""
+    with (``pid``: the child's); or, in a forked child, the channel's handoff (this
+    process is the session); or why no child could start (the session then runs here,
+    and its header says why)."""
     signals = {getattr(signal, name) for name in _PASSED_ON if hasattr(signal, name)}
     signals.add(signal.SIGCHLD)
     parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     with contextlib.suppress(OSError, AttributeError):  # Linux: each message names its sender
         parent_end.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
-    token = secrets.token_hex(16)
-    env = dict(os.environ)
-    env[CHILD_ENV] = f"{child_end.fileno()}:{os.getpid()}"
-    argv = [sys.executable, *sys.orig_argv[1:]]
     child_inode = os.fstat(child_end.fileno()).st_ino
     sys.stdout.flush()
     sys.stderr.flush()
     # Blocked before the child starts (it starts with the mask as it was): a signal or
     # the child's exit between the start and the wait loop waits in the kernel.
     before = signal.pthread_sigmask(signal.SIG_BLOCK, signals)
-    try:
-        os.set_inheritable(child_end.fileno(), True)
-        child = os.posix_spawn(sys.executable, argv, env, setsigmask=before)
-    except OSError as exc:
+    started = start(child_end, before)
+    if started.handoff is not None:  # the forked session: the parent's end is not its own
+        parent_end.close()
+        return started
+    child_end.close()
+    if started.failed is not None:
         signal.pthread_sigmask(signal.SIG_SETMASK, before)
         parent_end.close()
-        child_end.close()
-        return None, f"its process could not be started: {exc}"
-    child_end.close()
+        return started
+    child = started.pid
+    # Made after the start: a forked session never had it in its memory before reading it.
+    token = secrets.token_hex(16)
     parent_end.sendall(token.encode())  # read once, at the child's start
     parent_end.setblocking(False)
     heard = _Heard()
@@ -108,7 +105,7 @@ def run_supervised() -> tuple[int | None, str | None]:
     code = _judge(heard, status, stops)
     if left is not None:
         _say(left)
-    return code, None
+    return Started(pid=child, status=code)
 
 
 def _pass_on(info: signal.struct_siginfo, child: int, stops: dict[int, int]) -> None:

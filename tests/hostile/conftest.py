@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hostilekit import start_probe
 
 HOSTILE_MODELS = Path(__file__).with_name("hostile_models.py")
 
@@ -14,3 +15,11 @@ def hostile(pytester: pytest.Pytester) -> pytest.Pytester:
     pytester.mkdir("cases")
     (pytester.path / "cases" / "hostile.py").write_text(HOSTILE_MODELS.read_text())
     return pytester
+
+
+@pytest.fixture(params=["forked", "fresh interpreter"])
+def one_process(request: pytest.FixtureRequest, hostile: pytest.Pytester) -> tuple[str, ...]:
+    """The options of a supervised one-process run of ``hostile``, once with the session
+    forked (pytest's process has one thread when it starts the session) and once a
+    fresh interpreter (a plugin on the command line started a second)."""
+    return start_probe(hostile, threaded=request.param == "fresh interpreter")

@@ -21,9 +21,11 @@ def ends(how: str) -> str:
 
 
 @pytest.mark.parametrize("how", WAYS)
-def test_in_one_process_the_run_fails_naming_the_item(hostile: pytest.Pytester, how: str) -> None:
+def test_in_one_process_the_run_fails_naming_the_item(
+    hostile: pytest.Pytester, one_process: tuple[str, ...], how: str
+) -> None:
     write_hostile(hostile, ends(how))
-    result = hostile.runpytest_subprocess("--exportcheck", "-p", "no:xdist")
+    result = hostile.runpytest_subprocess(*one_process)
     assert result.ret == 1  # the process the model ended said 0
     result.stderr.fnmatch_lines(
         [

@@ -1,7 +1,8 @@
-"""The one-process run's supervisor: a session started as a fresh interpreter (never a
-fork of one that has threads), an end of run the session's code cannot forge by writing
-into what it inherited, a parent that waits for its own child only, and signals passed
-on, blamed on no item, and obeyed."""
+"""The one-process run's supervisor: a session forked where pytest's process has one
+thread, else started as a fresh interpreter (never a fork of one that has threads), an
+end of run the session's code cannot forge by writing into what it inherited, a parent
+that waits for its own child only, and signals passed on, blamed on no item, and
+obeyed. Each runs both ways (the ``one_process`` fixture)."""
 
 from __future__ import annotations
 
@@ -15,11 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hostilekit import hostile_case, write_hostile
+from hostilekit import hostile_case, start_probe, write_hostile
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="posix, /proc")
-
-ONE_PROCESS = ("--exportcheck", "-p", "no:xdist", "-p", "no:cacheprovider")
 
 
 def case(model: str, checks: str = "[parity]") -> str:
@@ -27,11 +26,12 @@ def case(model: str, checks: str = "[parity]") -> str:
 
 
 def test_a_conftest_that_ran_torch_ops_does_not_hang_the_session(
-    hostile: pytest.Pytester,
+    hostile: pytest.Pytester, one_process: tuple[str, ...]
 ) -> None:
     # A parallel torch op at import starts torch's thread pool; a process forked after
     # it deadlocks on its next parallel op (measured in plain torch). The parent
-    # imports no conftest: it runs once, in the session's process.
+    # imports no conftest: it runs once, in the session's process (forked or fresh),
+    # after that process started.
     hostile.makeconftest(
         "import os, torch\n"
         "with open('conftest.runs', 'a') as f:\n"
@@ -46,17 +46,49 @@ def test_a_conftest_that_ran_torch_ops_does_not_hang_the_session(
     )
     text = hostile_case("big", "{target: big.py:Big}", captures="[export]", checks="[parity]")
     write_hostile(hostile, text.replace("[2, 4]", "[1000, 100]"))
-    result = hostile.runpytest_subprocess(*ONE_PROCESS, timeout=60)
+    result = hostile.runpytest_subprocess(*one_process, timeout=60)
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["exportcheck: supervised: a parent process fails the run*"])
     assert len((hostile.path / "conftest.runs").read_text().split()) == 1
 
 
+@pytest.mark.parametrize("threaded", [False, True], ids=["one thread", "two threads"])
+def test_the_session_is_forked_only_where_pytest_has_one_thread(
+    hostile: pytest.Pytester, threaded: bool
+) -> None:
+    # The probe plugin records each process that imports it: a fresh interpreter
+    # imports it again, a forked session does not.
+    options = start_probe(hostile, threaded=threaded)
+    hostile.makeconftest(
+        "import os\nwith open('session.pids', 'w') as f:\n"
+        "    f.write(f'{os.getpid()} {os.getppid()}')\n"
+    )
+    write_hostile(hostile)
+    result = hostile.runpytest_subprocess(*options, timeout=60)
+    result.assert_outcomes(passed=1)
+    session, parent = map(int, (hostile.path / "session.pids").read_text().split())
+    imported = [int(pid) for pid in (hostile.path / "imported.pids").read_text().split()]
+    assert session != parent
+    if threaded:
+        assert imported == [parent, session]
+        result.stdout.fnmatch_lines(
+            [
+                "exportcheck: the session is a fresh interpreter, not a fork: pytest's process "
+                "already had 2 threads (a plugin, sitecustomize or conftest imported first "
+                "started them, and a fork could deadlock on their locks), so pytest and its "
+                "plugins started twice"
+            ]
+        )
+    else:
+        assert imported == [parent]
+        assert "fresh interpreter" not in result.stdout.str()
+
+
 def test_an_end_of_run_written_into_inherited_descriptors_is_not_believed(
-    hostile: pytest.Pytester,
+    hostile: pytest.Pytester, one_process: tuple[str, ...]
 ) -> None:
     write_hostile(hostile, case("ForgesEndOfRun"))
-    result = hostile.runpytest_subprocess(*ONE_PROCESS, timeout=60)
+    result = hostile.runpytest_subprocess(*one_process, timeout=60)
     assert result.ret == 1
     result.stderr.fnmatch_lines(
         [
@@ -68,10 +100,10 @@ def test_an_end_of_run_written_into_inherited_descriptors_is_not_believed(
 
 
 def test_a_process_that_exits_otherwise_than_its_session_ended_fails(
-    hostile: pytest.Pytester,
+    hostile: pytest.Pytester, one_process: tuple[str, ...]
 ) -> None:
     write_hostile(hostile, case("ExitsZeroAtExit"))
-    result = hostile.runpytest_subprocess(*ONE_PROCESS, timeout=60)
+    result = hostile.runpytest_subprocess(*one_process, timeout=60)
     assert result.ret == 1  # the process said 0
     result.stderr.fnmatch_lines(
         [
@@ -82,10 +114,12 @@ def test_a_process_that_exits_otherwise_than_its_session_ended_fails(
     )
 
 
-def test_a_process_the_model_forked_is_named_not_waited_for(hostile: pytest.Pytester) -> None:
+def test_a_process_the_model_forked_is_named_not_waited_for(
+    hostile: pytest.Pytester, one_process: tuple[str, ...]
+) -> None:
     write_hostile(hostile, case("ForksLongChild"))
     try:
-        result = hostile.runpytest_subprocess(*ONE_PROCESS, timeout=40)  # it sleeps 60 s
+        result = hostile.runpytest_subprocess(*one_process, timeout=40)  # it sleeps 60 s
         forked = (hostile.path / "forked.pid").read_text()
         result.stderr.fnmatch_lines(
             [
@@ -98,11 +132,13 @@ def test_a_process_the_model_forked_is_named_not_waited_for(hostile: pytest.Pyte
 
 
 @pytest.fixture
-def waiting(hostile: pytest.Pytester) -> Iterator[tuple[subprocess.Popen[str], int]]:
+def waiting(
+    hostile: pytest.Pytester, one_process: tuple[str, ...]
+) -> Iterator[tuple[subprocess.Popen[str], int]]:
     """A supervised run whose one item waits a minute: the pytest process and the
     session's pid, once the item runs."""
     write_hostile(hostile, case("Waits"))
-    command = [sys.executable, "-m", "pytest", *ONE_PROCESS, "cases/hostile.yaml::it"]
+    command = [sys.executable, "-m", "pytest", *one_process, "cases/hostile.yaml::it"]
     process = hostile.popen(command, stdin=subprocess.DEVNULL, text=True)
     running = hostile.path / "running.pid"
     try:
@@ -155,10 +191,10 @@ def test_the_session_dies_with_a_killed_pytest(
 
 
 def test_a_session_killed_by_sigkill_exits_137_naming_the_item(
-    hostile: pytest.Pytester,
+    hostile: pytest.Pytester, one_process: tuple[str, ...]
 ) -> None:
     write_hostile(hostile, case("KilledInMutationCheck", checks="[mutation]"))
-    result = hostile.runpytest_subprocess(*ONE_PROCESS, timeout=60)
+    result = hostile.runpytest_subprocess(*one_process, timeout=60)
     assert result.ret == 128 + signal.SIGKILL
     result.stderr.fnmatch_lines(
         [
