@@ -57,7 +57,7 @@ _channel: int | None = None  # the child's end of the socket, in the supervised 
 _token = ""
 _session_pid = 0  # a process forked from the session is not the session: it says nothing
 _parent_threads = ""  # the parent's thread count where the session is a fresh interpreter
-_not_supervised: str | None = None  # why a run that would have been was not (spawn failed)
+_not_supervised: str | None = None  # why a run that would have been was not (no child started)
 _DECIDED = pytest.StashKey[bool]()
 
 
