@@ -7,6 +7,7 @@ not the point, so the whole suite shares one torch import.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import _pytest.pytester
 import pytest
@@ -48,6 +49,17 @@ class _KeepInstalledModules(_pytest.pytester.SysModulesSnapshot):
 @pytest.fixture(autouse=True)
 def _keep_installed_modules(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_pytest.pytester, "SysModulesSnapshot", _KeepInstalledModules)
+
+
+UNIT_TESTS = Path(__file__).resolve().parent / "unit"
+
+
+@pytest.hookimpl(tryfirst=True)  # ahead of -m, which deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every unit test is in the quick loop (``-m quick``); plugin tests are marked one by one."""
+    for item in items:
+        if UNIT_TESTS in item.path.parents:
+            item.add_marker(pytest.mark.quick)
 
 
 @pytest.fixture

@@ -66,6 +66,9 @@ NOT_RUN = {
     "report (minutes to make); tests/unit/test_unit_stated_counts.py runs the command on "
     "small reports, tests/plugin/test_documented_counts.py checks the pages it writes",
     r"pytest( -n (auto|2))?": "the project's own tests (~10 min), this module among them",
+    r"pytest -m quick -n 2": "the project's quick loop (a minute), the unit tests among them",
+    r"python tests/quick_coverage\.py": "the quick loop traced (a minute and more); "
+    "tests/unit/test_unit_quick_coverage.py runs its tracer and its count on small cases",
     r"ruff check \. && ruff format --check \.": "the lint step, not the plugin; .ci/run runs it",
     r"mkdocs build --strict": "the docs site (the docs extra); .ci/run builds it strictly",
     r"(\w+=\S+ )*benchmarks/torch_matrix\.sh.*": "installs every torch minor, one virtual "
