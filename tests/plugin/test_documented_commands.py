@@ -23,11 +23,11 @@ import os
 import re
 import shlex
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import childkit
 import pytest
 import torch
 from dockit import ROOT, Command, blocks, commands, contains_in_order, labelled
@@ -184,7 +184,7 @@ class Shell:
             (bin_dir / "python").write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')
             (bin_dir / "python").chmod(0o755)
         env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
-        done = subprocess.run(
+        done = childkit.run(
             ["bash", "-c", text],
             cwd=self.path,
             env=env,

@@ -7,11 +7,11 @@ import os
 import pty
 import re
 import select
-import subprocess
 import sys
 import time
 from pathlib import Path
 
+import childkit
 import pytest
 from casekit import write_cases
 
@@ -125,7 +125,7 @@ def run_on_a_terminal(cwd: Path, args: list[str], columns: int = 120) -> str:
     plugin_root = str(Path(pytest_exportcheck.__file__).parents[1])  # this checkout's plugin
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [plugin_root, env.get("PYTHONPATH")]))
     env.pop("PYTEST_ADDOPTS", None)
-    process = subprocess.Popen(
+    process = childkit.GroupPopen(  # its group ends with the test, or the run
         [sys.executable, "-m", "pytest", *args],
         cwd=cwd, stdin=terminal, stdout=terminal, stderr=terminal, env=env, close_fds=True,
     )  # fmt: skip

@@ -5,10 +5,10 @@ process it is imported into and in that process's forked children."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
+import childkit
 import pytest
 import quick_coverage
 
@@ -83,7 +83,7 @@ def test_the_tracer_records_the_package_in_the_process_and_its_forked_child(
     )
     env = dict(os.environ, EXPORTCHECK_QUICK_TRACE=str(trace))
     env["PYTHONPATH"] = os.pathsep.join([str(TESTS.parent), str(TESTS)])
-    subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=60)
+    childkit.run([sys.executable, "-c", script], env=env, check=True, timeout=60)
     ran = quick_coverage.read_trace(trace.read_text().splitlines())
     package = TESTS.parent / "pytest_exportcheck"
     assert (1, "<module>") in ran[os.path.realpath(package / "spec" / "yaml_lines.py")]
