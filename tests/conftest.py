@@ -7,8 +7,11 @@ not the point, so the whole suite shares one torch import.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 import _pytest.pytester
+import childkit
 import pytest
 
 # torch cannot be imported twice into one interpreter (its C extension refuses),
@@ -48,6 +51,44 @@ class _KeepInstalledModules(_pytest.pytester.SysModulesSnapshot):
 @pytest.fixture(autouse=True)
 def _keep_installed_modules(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_pytest.pytester, "SysModulesSnapshot", _KeepInstalledModules)
+
+
+@pytest.fixture(autouse=True)
+def _children_end_with_their_test(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every process a test starts is bounded and ends with the test (childkit.py):
+    pytester's subprocesses included, in a process group of their own."""
+    monkeypatch.setattr(pytest.Pytester, "popen", childkit.pytester_popen)
+    monkeypatch.setattr(pytest.Pytester, "run", childkit.bounded(pytest.Pytester.run))
+    yield
+    childkit.end_all()
+
+
+def pytest_keyboard_interrupt() -> None:
+    # In the process running the tests (one process, or an xdist worker): the test's
+    # children go now. On the xdist controller: the workers hear of it now, not in 5 s.
+    childkit.end_all()
+    if _controller is not None:
+        childkit.interrupt_workers(_controller)
+
+
+_controller: pytest.Config | None = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _controller
+    if config.getoption("dist", "no") != "no" and not hasattr(config, "workerinput"):
+        _controller = config
+
+
+UNIT_TESTS = Path(__file__).resolve().parent / "unit"
+
+
+@pytest.hookimpl(tryfirst=True)  # ahead of -m, which deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every unit test is in the quick loop (``-m quick``); plugin tests are marked one by one."""
+    for item in items:
+        if UNIT_TESTS in item.path.parents:
+            item.add_marker(pytest.mark.quick)
 
 
 @pytest.fixture

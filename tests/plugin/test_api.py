@@ -206,6 +206,7 @@ def test_an_xfail_that_passes_fails_the_call(project: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*[[]XPASS(strict)[]] stale*"])
 
 
+@pytest.mark.quick
 def test_a_pass_with_gaps_shows_them_and_strict_gaps_fails_it(project: pytest.Pytester) -> None:
     # SetsUpChild's child works only inside its forward (eager's child alone raises too):
     # hierarchy passes with a gap. str(report) says so, as the terminal does; strict_gaps=True,

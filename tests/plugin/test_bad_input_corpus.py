@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import subprocess
 import sys
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import childkit
 import pytest
 from casekit import MODELS
 
@@ -290,7 +290,7 @@ def corpus_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict[str,
             path.write_text(variant.text.replace("SUBJECT", variant.id))
     command = [sys.executable, "-m", "pytest", "--exportcheck", "-n", "2", "-p",
                "no:cacheprovider", "--exportcheck-report=report.json"]  # fmt: skip
-    done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=600)
+    done = childkit.run(command, cwd=root, capture_output=True, text=True, timeout=600)
     report = json.loads((root / "report.json").read_text())
     by_file: dict[str, list[Any]] = {}
     for item in report["items"]:

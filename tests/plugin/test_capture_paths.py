@@ -239,6 +239,7 @@ def test_a_dynamo_placeholder_nothing_explains_is_reported(project: pytest.Pytes
     )
 
 
+@pytest.mark.quick
 def test_very_verbose_shows_the_graph_around_a_wrong_mapping(project: pytest.Pytester) -> None:
     write_cases(project, TWIN.format(captures="export"))
     inject(project, SWAP_MAPPINGS, capture="export")

@@ -23,11 +23,11 @@ import os
 import re
 import shlex
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import childkit
 import pytest
 import torch
 from dockit import ROOT, Command, blocks, commands, contains_in_order, labelled
@@ -66,6 +66,9 @@ NOT_RUN = {
     "report (minutes to make); tests/unit/test_unit_stated_counts.py runs the command on "
     "small reports, tests/plugin/test_documented_counts.py checks the pages it writes",
     r"pytest( -n (auto|2))?": "the project's own tests (~10 min), this module among them",
+    r"pytest -m quick -n 2": "the project's quick loop (a minute), the unit tests among them",
+    r"python tests/quick_coverage\.py": "the quick loop traced (a minute and more); "
+    "tests/unit/test_unit_quick_coverage.py runs its tracer and its count on small cases",
     r"ruff check \. && ruff format --check \.": "the lint step, not the plugin; .ci/run runs it",
     r"mkdocs build --strict": "the docs site (the docs extra); .ci/run builds it strictly",
     r"(\w+=\S+ )*benchmarks/torch_matrix\.sh.*": "installs every torch minor, one virtual "
@@ -181,7 +184,7 @@ class Shell:
             (bin_dir / "python").write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')
             (bin_dir / "python").chmod(0o755)
         env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
-        done = subprocess.run(
+        done = childkit.run(
             ["bash", "-c", text],
             cwd=self.path,
             env=env,
@@ -337,7 +340,9 @@ def test_the_scaffold_page_s_commands(
     assert "target: ../models/lm.py:TinyLM" in written  # rewritten relative to the YAML
     (run_it,) = shell.documented(r"pytest --exportcheck cases/tiny_lm\.yaml")
     ran = shell.run(run_it)
-    assert ran.ret == 0 and ran.out.splitlines()[-1].startswith("=") and "11 passed" in ran.out, ran
+    # pytest's summary line; an in-process run says after it that it was not supervised.
+    summary = [line for line in ran.out.splitlines() if line.startswith("=")][-1]
+    assert ran.ret == 0 and "11 passed" in summary, ran
 
     assert {c.text.rsplit(" ", 1)[-1] for c in my_model} == {"cases/my_model.yaml"}, my_model
     for command in my_model:  # each into a fresh cases/my_model.yaml

@@ -19,10 +19,10 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
+import childkit
 import pytest
 
 from pytest_exportcheck.reports.stated_counts import MARK, Query, counts, stated
@@ -70,7 +70,7 @@ def test_every_marked_count_is_the_recorded_one() -> None:
 
 def test_the_collected_cases_and_items_are_the_recorded_ones() -> None:
     # Counts of items or cases by file need no run: collection gives them (~5 s).
-    done = subprocess.run(
+    done = childkit.run(
         [sys.executable, "-m", "pytest", "--exportcheck", "--co", "-q", "-p", "no:cacheprovider"],
         cwd=ROOT,
         capture_output=True,

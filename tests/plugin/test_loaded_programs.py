@@ -43,6 +43,7 @@ def _load(project: pytest.Pytester, *extra: str) -> pytest.RunResult:
     return load_older(project, *extra)
 
 
+@pytest.mark.quick
 def test_a_program_an_older_torch_saved_loads_runs_and_agrees(project: pytest.Pytester) -> None:
     _save_as(project, COUNTER_CASE, "2.1.0")
     result = _load(project, "-v")

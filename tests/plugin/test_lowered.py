@@ -122,6 +122,7 @@ torch._inductor.aoti_load_package = fake_load
     result.stdout.fnmatch_lines([expected])
 
 
+@pytest.mark.quick
 def test_inductor_compiling_at_the_first_call_fails_at_the_lower_stage(
     project: pytest.Pytester,
 ) -> None:
@@ -261,6 +262,7 @@ def hide_package(monkeypatch: pytest.MonkeyPatch, hidden: str) -> None:
     )
 
 
+@pytest.mark.quick
 def test_executorch_without_its_package_is_not_applicable(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -346,6 +348,7 @@ cases:
 """
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize(
     ("loaded", "expected"),
     [
@@ -386,6 +389,7 @@ torch._inductor.aoti_load_package = fake_load
     result.stdout.fnmatch_lines([expected])
 
 
+@pytest.mark.quick
 def test_onnx_without_its_packages_is_not_applicable(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

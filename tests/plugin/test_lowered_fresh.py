@@ -119,6 +119,7 @@ def test_a_saved_program_whose_output_type_or_op_the_fresh_process_lacks_fails_n
     again.stdout.fnmatch_lines(["*box_head::lowered[[]saved-export-cpu[]] PASSED*"])
 
 
+@pytest.mark.quick
 def test_load_imports_that_cannot_be_imported_fail_the_item_saying_which(
     project: pytest.Pytester,
 ) -> None:

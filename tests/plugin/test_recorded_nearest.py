@@ -62,6 +62,7 @@ def test_a_local_build_suffix_reads_its_minors_section(
     result.stdout.no_fnmatch_line(SUMMARY)
 
 
+@pytest.mark.quick
 def test_the_nearest_older_section_is_compared_and_summarized_once(
     recorded: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -11,10 +11,10 @@ process's stderr, which an in-process run would not see), and the case it writes
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
+import childkit
 import pytest
 import yaml
 
@@ -54,7 +54,7 @@ def scaffolded(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
     """The scaffold's stderr and the case it wrote."""
     root = tmp_path_factory.mktemp("seq2seq")
     (root / "seq2seq.py").write_text(SEQ2SEQ)
-    done = subprocess.run(
+    done = childkit.run(
         [
             sys.executable, "-m", "pytest_exportcheck", "new", "seq2seq.py:GruSeq2Seq",
             "--input", "2x7:int64:16", "--input", "2x5:int64:16",

@@ -227,6 +227,7 @@ def test_xdist_writes_the_report_one_process_writes(project: pytest.Pytester) ->
     assert comparable("parallel.json") == comparable("single.json")
 
 
+@pytest.mark.quick
 def test_the_markdown_report_summarizes_the_run(project: pytest.Pytester) -> None:
     write_cases(project, MIXED)
     run(project, "--exportcheck-report", "out/report.json")

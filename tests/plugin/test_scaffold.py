@@ -36,6 +36,7 @@ def run_cases(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.runpytest("--exportcheck", "-p", "no:xdist", "-p", "no:randomly", *args)
 
 
+@pytest.mark.quick
 def test_round_trip_every_item_passes(
     project: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -153,6 +153,7 @@ def test_a_specialized_dim_is_named_with_its_value(project: pytest.Pytester) -> 
     )
 
 
+@pytest.mark.quick
 def test_a_narrowed_range_constraint_is_a_finding(project: pytest.Pytester) -> None:
     write_cases(project, BATCH)
     inject(

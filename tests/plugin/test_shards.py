@@ -86,6 +86,7 @@ def test_overlapping_shards_are_refused(tmp_path: Path) -> None:
         merge.merge([first, first])
 
 
+@pytest.mark.quick
 def test_the_merged_status_fails_when_a_shard_failed(tmp_path: Path) -> None:
     passed = write_report(tmp_path / "cpu.json", exitstatus=0)
     failed = write_report(tmp_path / "meta.json", exitstatus=1)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
+import childkit
 import pytest
 import torch
 from torch import nn
@@ -241,7 +241,7 @@ def test_the_package_root_and_the_api_import_no_torch() -> None:
         "heavy = [m for m in ('torch', 'jsonschema') if m in sys.modules]\n"
         "assert heavy == [], heavy\n"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+    childkit.run([sys.executable, "-c", code], check=True, timeout=60)
     import pytest_exportcheck
     from pytest_exportcheck import api
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
+import childkit
 import pytest
 from reportkit import HOSTILE, document, item, mixed
 
@@ -227,5 +227,5 @@ def test_the_command_imports_no_torch(tmp_path: Path) -> None:
         f"assert main(['html', {str(tmp_path / 'report.json')!r}, '-o', {str(tmp_path / 'p.html')!r}]) == 0\n"
         "assert 'torch' not in sys.modules, 'torch imported'\n"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=120, cwd=tmp_path)
+    childkit.run([sys.executable, "-c", code], check=True, timeout=120, cwd=tmp_path)
     assert (tmp_path / "p.html").is_file()

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import childkit
 import pytest
 
 from pytest_exportcheck.reports import json_report
@@ -345,4 +345,4 @@ def test_the_reports_import_no_torch() -> None:
         "import sys, pytest_exportcheck.reports, pytest_exportcheck.reports.markdown; "
         "assert 'torch' not in sys.modules, 'torch imported'"
     )
-    subprocess.run([sys.executable, "-c", code], check=True)
+    childkit.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -103,14 +103,17 @@ def test_a_bad_specifier_is_a_case_error_at_its_line(tmp_path: Path) -> None:
 
 
 def test_the_installed_version_comes_from_metadata_without_importing_torch() -> None:
-    import subprocess
     import sys
+
+    import childkit
 
     code = (
         "import sys; from pytest_exportcheck.spec import compat; v = compat.torch_version(); "
         "assert 'torch' not in sys.modules, 'torch imported'; print(compat.torch_minor())"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = childkit.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
     import torch
 
     assert out.stdout.strip() == ".".join(torch.__version__.split(".")[:2])
