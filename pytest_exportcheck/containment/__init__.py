@@ -6,7 +6,8 @@ process-wide state a model may leave changed (``process_state.py``,
 bypass Python (``user_exits.py``, ``supervisor.py``, ``supervisor_parent.py``,
 ``session_start.py``, their protocol ``supervision_channel.py``), memory
 (``memory_limit.py``, ``memory_return.py``, ``allocation.py``), workers that die
-(``crashes.py``), and what every item runs under (``item_guards.py``).
+(``crashes.py``; a process's end in words, ``exit_status.py``), and what every item
+runs under (``item_guards.py``).
 
 May import: ``spec/``, ``recordings/`` (atomic writes), ``parallel/gpu_sharing`` (sizes)
 and torch; nothing of the items, the eager side, captures or checks.

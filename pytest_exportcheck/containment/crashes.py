@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_exportcheck.containment.exit_status import signal_name
 from pytest_exportcheck.containment.failures import ExportCheckError
 from pytest_exportcheck.recordings.atomic import write_atomically
 
@@ -100,7 +101,7 @@ class Crash:
             died += f" (ended on purpose: {self.ended_by})"
         elif self.signal is not None:
             likely = ", likely the kernel's out-of-memory killer" if self.killed_for_memory else ""
-            died += f" (killed by {_signal_name(self.signal)}{likely})"
+            died += f" (killed by {signal_name(self.signal)}{likely})"
         elif error:
             died += f" ({str(error).splitlines()[0]})"
         if self.peak_rss:
@@ -131,13 +132,6 @@ class Crash:
                 "see Python's fault handler output)"
             )
         return f"{self.location}: {died}; {hint}; {after}; the rest of the run goes on"
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
 
 
 def _size(size: int) -> str:
@@ -375,7 +369,7 @@ class CrashLog:
             )
         what = f"the {key[-1]} capture" if entry["stage"] == "capture" else "this case"
         # The signal too: an xfail's match (stage crashed) reads it here as on the crash.
-        by = f"by {_signal_name(entry['signal'])}, " if entry.get("signal") else ""
+        by = f"by {signal_name(entry['signal'])}, " if entry.get("signal") else ""
         return WorkerCrash(
             f"not run: {what} killed worker {entry['worker']} in the {entry['stage']} stage "
             f"on {key[2]} ({by}while running {entry['nodeid']}); running it again would kill "

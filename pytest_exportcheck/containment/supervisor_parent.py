@@ -30,6 +30,7 @@ import struct
 import sys
 from dataclasses import dataclass, field
 
+from pytest_exportcheck.containment.exit_status import describe_status, signal_name
 from pytest_exportcheck.containment.session_start import Started, start
 from pytest_exportcheck.containment.supervision_channel import (
     END,
@@ -287,7 +288,7 @@ def stopped_message(running: str | None, number: int, sender: int) -> str:
     """The session ended by a signal sent to the run from outside: no item's doing."""
     by = "by the terminal" if sender == 0 else f"by process {sender}"
     return (
-        f"exportcheck: the run was stopped by {_signal_name(number)} sent to pytest "
+        f"exportcheck: the run was stopped by {signal_name(number)} sent to pytest "
         f"(pid {os.getpid()}, {by}; passed on to the session) {_where(running)}. No summary, "
         "report or recording of this run is complete."
     )
@@ -300,16 +301,3 @@ def after_end_message(announced: int, status: int, final: int) -> str:
         "(an atexit handler, a thread, a crash at exit) changed how it ended; the run's exit "
         f"status is {final}."
     )
-
-
-def describe_status(status: int) -> str:
-    if os.WIFSIGNALED(status):
-        return f"killed by {_signal_name(os.WTERMSIG(status))}"
-    return f"exit status {os.WEXITSTATUS(status)}"
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
