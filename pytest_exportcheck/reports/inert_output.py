@@ -36,9 +36,8 @@ def inert(line: str) -> str:
 
 
 def _undecided(start: str) -> bool:
-    """Whether more text could still make this line's start a command."""
-    visible = start.lstrip()
-    return _COMMAND_START.startswith(visible) and not start.endswith(("\r", "\n"))
+    """Whether more text could still make this line's start (no break in it) a command."""
+    return _COMMAND_START.startswith(start.lstrip())
 
 
 class InertLines:
@@ -67,8 +66,6 @@ class InertLines:
             if _undecided(self._start):
                 return
             piece, self._start, self._at_line_start = inert(self._start), "", False
-            self._emit(piece)
-            return
         self._emit(piece)
 
     def _emit(self, piece: str) -> None:
