@@ -16,10 +16,15 @@ from typing import Any
 import pytest
 
 from pytest_exportcheck import CASE_SUFFIXES
+from pytest_exportcheck.unrewritten import leave_unrewritten
 
 DEFAULT_CASE_PATHS = ["cases"]
 # The case directories collected in place of testpaths, for the header to say so.
 CASE_PATHS_COLLECTED = pytest.StashKey[list[str]]()
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    leave_unrewritten(pluginmanager)  # the first call pytest makes here: unrewritten.py
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -382,10 +387,8 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 def exportcheck(request: pytest.FixtureRequest) -> Callable[..., Any]:
     """Check a model defined in the test, as a YAML case: ``exportcheck(model, args=(x,), ...)``.
 
-    Available in every run, without ``--exportcheck``: a model built in Python
-    needs no case collection. The API (and torch) load only when a test asks for
-    this fixture, so the plugin stays inert for everyone else. See
-    ``pytest_exportcheck.api.check_model`` for the arguments.
+    Available in every run, without ``--exportcheck``. The API (and torch) load only
+    when a test asks for it. The arguments: ``pytest_exportcheck.api.check_model``.
     """
     from pytest_exportcheck.api import fixture_checker
 

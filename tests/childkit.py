@@ -22,6 +22,8 @@ import subprocess
 from collections.abc import Sequence
 from typing import Any
 
+import pluginkit
+
 # A bound for a child that names none: far above the slowest child of the suite (a
 # pytest run of its own, under a busy machine), far below "waits forever".
 DEFAULT_TIMEOUT = 300.0
@@ -35,6 +37,8 @@ class GroupPopen(subprocess.Popen):  # type: ignore[type-arg]
 
     def __init__(self, args: Any, **kwargs: Any) -> None:
         kwargs["start_new_session"] = True
+        env = kwargs.get("env")
+        kwargs["env"] = pluginkit.child_environment(dict(os.environ if env is None else env))
         super().__init__(args, **kwargs)
         _started.append(self)
 

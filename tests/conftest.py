@@ -6,18 +6,22 @@ not the point, so the whole suite shares one torch import.
 
 from __future__ import annotations
 
+import compileall
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import _pytest.pytester
 import childkit
+import pluginkit
 import pytest
 
 # torch cannot be imported twice into one interpreter (its C extension refuses),
 # so it is imported once, here, for every in-process run.
 import torch  # noqa: F401
 from casekit import MODELS
+
+import pytest_exportcheck
 
 
 class _KeepInstalledModules(_pytest.pytester.SysModulesSnapshot):
@@ -59,6 +63,11 @@ def _children_end_with_their_test(monkeypatch: pytest.MonkeyPatch) -> Iterator[N
     pytester's subprocesses included, in a process group of their own."""
     monkeypatch.setattr(pytest.Pytester, "popen", childkit.pytester_popen)
     monkeypatch.setattr(pytest.Pytester, "run", childkit.bounded(pytest.Pytester.run))
+    monkeypatch.setattr(
+        pytest.Pytester,
+        "runpytest_inprocess",
+        pluginkit.blocking_in_process(pytest.Pytester.runpytest_inprocess),
+    )
     yield
     childkit.end_all()
 
@@ -76,6 +85,11 @@ _controller: pytest.Config | None = None
 
 def pytest_configure(config: pytest.Config) -> None:
     global _controller
+    if not hasattr(config, "workerinput"):
+        # The plugin's bytecode, written once, as installing a package does: every
+        # pytest run a test starts imports ~120 of its modules, and where bytecode is not
+        # written (PYTHONDONTWRITEBYTECODE, as on CI's machine) each compiled them again.
+        compileall.compile_dir(Path(pytest_exportcheck.__file__).parent, quiet=1)
     if config.getoption("dist", "no") != "no" and not hasattr(config, "workerinput"):
         _controller = config
 

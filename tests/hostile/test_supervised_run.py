@@ -138,7 +138,15 @@ def waiting(
     """A supervised run whose one item waits a minute: the pytest process and the
     session's pid, once the item runs."""
     write_hostile(hostile, case("Waits"))
-    command = [sys.executable, "-m", "pytest", *one_process, "cases/hostile.yaml::it"]
+    # SIGINT at its default in pytest, however this run was started: a shell starts a
+    # background job (`pytest ... &`) with SIGINT ignored, which its children inherit,
+    # and a pytest that ignores SIGINT is rightly not interrupted by it.
+    restore = (
+        "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+        "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
+    )
+    pytest_argv = ["-m", "pytest", *one_process, "cases/hostile.yaml::it"]
+    command = [sys.executable, "-c", restore, *pytest_argv]
     process = hostile.popen(command, stdin=subprocess.DEVNULL, text=True)
     running = hostile.path / "running.pid"
     try:

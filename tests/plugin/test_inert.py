@@ -17,10 +17,22 @@ def test_plain_run_does_not_import_torch(project: pytest.Pytester) -> None:
             assert "pytest_exportcheck.plugin" in sys.modules, "plugin not loaded"
             heavy = [m for m in ("torch", "jsonschema") if m in sys.modules]
             assert heavy == []
+
+        def test_the_plugins_modules_are_not_rewritten():
+            # pytest marks every module of a plugin's distribution for assertion
+            # rewriting; this one's are read as Python compiled them (unrewritten.py).
+            from pytest_exportcheck.recordings import atomic
+
+            assert type(atomic.__loader__).__name__ == "SourceFileLoader"
+
+        def test_the_users_asserts_are_still_rewritten():
+            seen = 1
+            assert seen == 2
         """
     )
     result = project.runpytest_subprocess("-p", "no:cacheprovider")
-    result.assert_outcomes(passed=1)
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["E       assert 1 == 2"])
 
 
 def test_yaml_cases_are_not_collected_without_the_flag(project: pytest.Pytester) -> None:

@@ -120,7 +120,8 @@ def test_the_finder_sees_a_circle_made_on_purpose() -> None:
 
 def test_only_entry_points_sit_at_the_top_of_the_package() -> None:
     top = sorted(path.name for path in PACKAGE.glob("*.py"))
-    assert top == ["__init__.py", "__main__.py", "plugin.py"]
+    # unrewritten.py is part of the entry point: what pytest's loading of it leaves undone.
+    assert top == ["__init__.py", "__main__.py", "plugin.py", "unrewritten.py"]
 
 
 def test_no_module_is_over_four_hundred_lines() -> None:
