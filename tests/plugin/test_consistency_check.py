@@ -265,7 +265,8 @@ def test_captures_run_on_any_worker_and_the_table_is_the_same(
     item a summary, and the failure reads exactly as in one process."""
     write_cases(project, TIED.format(extra=""))
     (project.path / "conftest.py").write_text(HANDED_ON)
-    result = project.runpytest("--exportcheck", *dist)
+    workers = ["-n", "2"] if "-n" in dist else dist  # two: the captures spread out
+    result = project.runpytest("--exportcheck", *workers)
     assert result.parseoutcomes()["failed"] == 1
     result.stdout.fnmatch_lines(
         [
