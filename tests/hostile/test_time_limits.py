@@ -39,6 +39,19 @@ def forever() -> str:
     return hostile_case("forever", target, captures="[export]", checks="[parity]", timeout="1")
 
 
+# The same ten refires, every 0.2 s rather than every second: 2 s of waiting, not 10.
+REFIRING_FAST = """
+from pytest_exportcheck.containment import stages
+
+stages.REFIRE_SECONDS = 0.2
+"""
+
+
+def write_forever(hostile: pytest.Pytester) -> None:
+    write_hostile(hostile, forever())
+    (hostile.path / "cases" / "conftest.py").write_text(REFIRING_FAST)
+
+
 ENDED = (
     "[[]timeout[]] cases/hostile.yaml:2: still in the eager stage after 1 s (the case's "
     "timeout); the model caught the time limit's exception 10 time(s) and went on, * s in all"
@@ -47,7 +60,7 @@ ENDED = (
 
 def test_a_limit_swallowed_forever_ends_the_run_naming_the_item(hostile: pytest.Pytester) -> None:
     # A loop catching every BaseException: the limit and ten refires, then the process ends.
-    write_hostile(hostile, forever())
+    write_forever(hostile)
     result = hostile.runpytest_subprocess("--exportcheck", "-p", "no:xdist", timeout=60)
     assert result.ret == 1
     result.stderr.fnmatch_lines(
@@ -61,7 +74,7 @@ def test_a_limit_swallowed_forever_ends_the_run_naming_the_item(hostile: pytest.
 def test_a_limit_swallowed_forever_under_xdist_costs_a_worker_not_the_run(
     hostile: pytest.Pytester,
 ) -> None:
-    write_hostile(hostile, forever())
+    write_forever(hostile)
     result = hostile.runpytest_subprocess("--exportcheck", "-n", "2", timeout=90)
     result.assert_outcomes(failed=1, passed=1)
     result.stdout.fnmatch_lines(
