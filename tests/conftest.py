@@ -7,6 +7,7 @@ not the point, so the whole suite shares one torch import.
 from __future__ import annotations
 
 import compileall
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -92,6 +93,14 @@ def pytest_configure(config: pytest.Config) -> None:
         compileall.compile_dir(Path(pytest_exportcheck.__file__).parent, quiet=1)
     if config.getoption("dist", "no") != "no" and not hasattr(config, "workerinput"):
         _controller = config
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto`` for this suite: one worker more than the cores. Part of the suite
+    waits rather than computes (time limits that must fire, children starting and
+    ending), so two workers on 2 cores left the CPU idle ~15 % of the run
+    (benchmarks/README.md, issue 47)."""
+    return len(os.sched_getaffinity(0)) + 1 if hasattr(os, "sched_getaffinity") else 2
 
 
 UNIT_TESTS = Path(__file__).resolve().parent / "unit"
