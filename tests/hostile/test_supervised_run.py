@@ -99,6 +99,7 @@ def test_an_end_of_run_written_into_inherited_descriptors_is_not_believed(
     )
 
 
+@pytest.mark.quick  # the quick loop's one supervised run: session_start.py, both ways
 def test_a_process_that_exits_otherwise_than_its_session_ended_fails(
     hostile: pytest.Pytester, one_process: tuple[str, ...]
 ) -> None:
