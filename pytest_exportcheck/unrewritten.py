@@ -22,20 +22,13 @@ from typing import Any
 PACKAGE = __name__.partition(".")[0]
 
 
-def leave_unrewritten(pluginmanager: Any) -> bool:
-    """Take this package off the rewrite hook's marks; whether it was marked.
+def leave_unrewritten(pluginmanager: Any) -> None:
+    """Take this package off the rewrite hook's marks.
 
     Called from ``pytest_addhooks``, pytest's first call to the plugin once it has
     loaded the entry point (this module and ``plugin.py`` were rewritten on the way),
-    before any other module of the package is imported."""
-    hook = getattr(pluginmanager, "rewrite_hook", None)
-    marked = getattr(hook, "_must_rewrite", None)
-    if not isinstance(marked, set) or PACKAGE not in marked:
-        return False
-    marked.discard(PACKAGE)
-    # Names already decided stay decided (the hook caches them): forget ours.
-    cache = getattr(hook, "_marked_for_rewrite_cache", None)
-    if isinstance(cache, dict):
-        for name in [name for name in cache if name.partition(".")[0] == PACKAGE]:
-            del cache[name]
-    return True
+    before any other module of the package is imported: the hook decides each later
+    import by the marks."""
+    marked = getattr(getattr(pluginmanager, "rewrite_hook", None), "_must_rewrite", None)
+    if isinstance(marked, set):
+        marked.discard(PACKAGE)
