@@ -16,12 +16,15 @@ For every case of the given YAML files (directories are searched for ``*.yaml``)
 and per (case, capture):
 
 * one ``torch.export.export`` of a private deep copy;
-* at most one ``torch.export.unflatten`` and one ``run_decompositions()``;
+* at most one ``torch.export.unflatten``, one ``run_decompositions()`` and one
+  ``torch.export.save`` / ``torch.export.load`` (the program users ship, which the
+  plugin runs by default: ``programs: [module, unflatten, decompose, save]``);
 * each module that is *run* (``unflatten(ep)``, ``ep.module()``, the decomposed
-  program's ``.module()``) starts from state of its own: all but the last of
-  them get a deep copy of the program, the last one takes the program itself
-  once nothing reads it any more — the plugin's isolation rule, no more copies
-  than it needs;
+  program's ``.module()``, the loaded program's) starts from state of its own: all
+  but the last of them get a deep copy of the program (the loaded one needs none:
+  loading makes tensors of its own), the last one takes the program itself once
+  nothing reads it any more — the plugin's isolation rule, no more copies than it
+  needs;
 * each of those modules is called as many times as the checks that compare it
   need (the most of their step counts, not their sum), on cloned inputs after
   re-seeding, and compared to the eager reference as the checks do: outputs
@@ -59,6 +62,7 @@ from pytest_exportcheck.checks import signature as signature_check  # noqa: E402
 from pytest_exportcheck.checks import usage_scopes  # noqa: E402
 from pytest_exportcheck.comparison.compare_values import DEFAULT_TOLERANCES  # noqa: E402
 from pytest_exportcheck.model.build import build_inputs, build_model, seed_everything  # noqa: E402
+from pytest_exportcheck.model.program_files import saved_and_loaded  # noqa: E402
 from pytest_exportcheck.spec import Case, load_case_file  # noqa: E402
 
 Inputs = tuple[tuple[Any, ...], dict[str, Any]]
@@ -564,6 +568,8 @@ def run_capture(
     if parity:
         plan["decomposed"] = {"parity": parity}
     if mutation or parity:
+        # The program users ship: saved and loaded again (the plugin's default `save`).
+        plan["saved and loaded"] = {"mutation": mutation, "parity": parity}
         plan["ep.module()"] = {"mutation": mutation, "parity": parity}
     plan = {k: {c: n for c, n in v.items() if n} for k, v in plan.items()}
     runners = list(plan)
@@ -602,6 +608,9 @@ def run_capture(
                 if decomposed is None:
                     continue
                 module = decomposed.module()
+            elif runner == "saved and loaded":
+                # Saving reads ``ep`` and loading makes tensors of its own: no copy.
+                module = saved_and_loaded(ep).module()
             else:
                 module = program_for(runner).module()
         except Exception as exc:

@@ -11,7 +11,6 @@ only some).
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import sys
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_exportcheck.containment.failures import Failed
+from pytest_exportcheck.containment.memory_return import HeapKeeper
 from pytest_exportcheck.containment.stages import StageTimeout, stage
 from pytest_exportcheck.containment.user_exits import user_exit_error
 from pytest_exportcheck.items import option_values
@@ -82,7 +82,7 @@ class ExportCheckSession(WorkerCrashes):
         # Cases whose model changed process-wide state: every item of theirs fails with it.
         self.leaked_state: dict[str, Failed] = {}
         self._remaining: Counter[Key] = Counter()
-        self._heap_frozen = False
+        self.heap = HeapKeeper()  # freezes and collections between cases
         workerinput = getattr(config, "workerinput", {})
         self._start_crash_log(workerinput)
         # Captures' consistency summaries between workers (capture_summaries.py): the
@@ -326,12 +326,7 @@ class ExportCheckSession(WorkerCrashes):
         from pytest_exportcheck.containment.failures import ExportCheckError
         from pytest_exportcheck.model.subject import Subject
 
-        if not self._heap_frozen:
-            # torch's import leaves a large heap that every full garbage
-            # collection would traverse again (export allocates enough to
-            # trigger dozens); frozen, those objects are skipped.
-            gc.freeze()
-            self._heap_frozen = True
+        self.heap.freeze_imports()
         key = item.subject_key(device)
         cached = self._subjects.get(key)
         if cached is None:
@@ -382,11 +377,10 @@ class ExportCheckSession(WorkerCrashes):
         after this point's collection and trim)."""
         if self._freed:
             from pytest_exportcheck.capture import dynamo_globals
-            from pytest_exportcheck.containment.memory_return import return_freed_memory
 
             self._freed = False
             dynamo_globals.reset_dynamo()
-            return_freed_memory()
+            self.heap.return_freed_memory(cases_held=bool(self._subjects or self._captures))
 
     def _drop_capture(self, key: Key) -> CaptureRecord | Failed | None:
         from pytest_exportcheck.capture import dynamo_globals
