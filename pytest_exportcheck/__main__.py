@@ -5,7 +5,8 @@ changes between the torch minors recorded next to the cases
 (``reports/versions.py``, the table in docs/versions.md); ``merge`` makes one report of a
 run's shards (``reports/merge.py``); ``html`` the HTML page of a report
 (``reports/html/``); ``counts`` the counts a Markdown page states about a run, from its
-report (``reports/stated_counts.py``). Kept separate from the plugin
+report (``reports/stated_counts.py``); ``repro`` one item's plain-torch reproduction
+(``repro/command.py``). Kept separate from the plugin
 so that ``--help`` imports neither pytest's plugin machinery nor torch.
 """
 
@@ -16,6 +17,7 @@ import sys
 from pathlib import Path
 
 from pytest_exportcheck import scaffold
+from pytest_exportcheck.repro import command as repro_command
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -127,7 +129,19 @@ def main(argv: list[str] | None = None) -> int:
         help="write nothing: exit 1, naming each, if a page (or --record's file) states "
         "another count than the report's",
     )
+    repro = commands.add_parser(
+        "repro",
+        help="write the plain-torch reproduction of one item (as --exportcheck-repro does)",
+        description="Write the script that rebuilds NODEID's case in plain torch (torch and "
+        "the case's own code only), makes its capture and programs and shows its finding: "
+        "exit 1 when it reproduces, 0 printing 'not reproduced' when not.",
+        epilog="example: python -m pytest_exportcheck repro "
+        "'cases/main.yaml::mlp::parity[export-cpu]' -o repro.py",
+    )
+    repro_command.add_arguments(repro)
     args = parser.parse_args(argv)
+    if args.command == "repro":
+        return repro_command.main(args)
     if args.command == "counts":
         from pytest_exportcheck.reports import stated_counts
 

@@ -62,10 +62,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "(1: one worker per GPU, for models that need all of it) or all.",
     )
     group.addoption(
-        "--exportcheck-share-gpus",
-        action="store_true",
-        default=False,
-        help="the same as --exportcheck-gpu-workers all.",
+        "--exportcheck-share-gpus", action="store_true", help="--exportcheck-gpu-workers all."
     )
     group.addoption(
         "--exportcheck-tb",
@@ -192,26 +189,32 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "shows its stage at the end of pytest's line (under -n, every busy worker's); "
         "never in a log that is not a terminal. off: never.",
     )
+    group.addoption(
+        "--exportcheck-repro",
+        dest="exportcheck_repro",
+        default=None,
+        metavar="DIR",
+        help="write DIR/<case>-<check>-<capture>-<device>.py per failed or xfailed item: plain "
+        "torch showing the finding (exit 1) or not (exit 0), run and its verdict reported.",
+    )
+    group.addoption("--exportcheck-repro-run", choices=("yes", "no"), help="no: only write them.")
+    # The ini options that only give an option's default.
+    for name, default in (
+        ("devices", "cpu"), ("gpu_workers", "auto"), ("lower", ""), ("repro", ""),
+        ("repro_run", "yes"),
+    ):  # fmt: skip
+        option = "--exportcheck-" + name.replace("_", "-")
+        parser.addini(f"exportcheck_{name}", f"default for {option}.", default=default)
     parser.addini(
         "exportcheck_progress_seconds",
+        "seconds before the live progress line shows an item.",
         default="5",
-        help="seconds an item runs before the live progress line shows it (default 5).",
-    )
-    parser.addini(
-        "exportcheck_lower",
-        "lowering targets for every case, comma-separated (as --exportcheck-lower).",
-        default="",
     )
     parser.addini(
         "exportcheck_strict_gaps",
         type="bool",
         default=False,
         help="default for --exportcheck-strict-gaps: a pass with gaps fails (default false).",
-    )
-    parser.addini(
-        "exportcheck_devices",
-        default="cpu",
-        help="default for --exportcheck-devices.",
     )
     parser.addini(
         "exportcheck_paths",
@@ -248,11 +251,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "Linux): an allocation past it fails its item, naming the limit, instead of the "
         "system killing the worker (default: 90% of the machine's memory, or its cgroup's, "
         "for each process; 0: no limit).",
-    )
-    parser.addini(
-        "exportcheck_gpu_workers",
-        default="auto",
-        help="default for --exportcheck-gpu-workers (auto, all or a number).",
     )
     parser.addini(
         "exportcheck_gpu_memory_per_worker",

@@ -110,15 +110,26 @@ class CheckItem(pytest.Item):
         except ExportCheckError as exc:
             if isinstance(exc, LeakedState):  # the case's other items fail with it
                 self._session.leaked_state.setdefault(self.case.location, Failed(exc, self.nodeid))
+            self._reproduce(exc)
             raise self._as_xfail_expects(exc) from exc.__cause__
         except Exception as exc:
             message = f"{type(exc).__name__}: {exception_text(exc)}".splitlines()[0]
             raise InternalError(f"{self.case.location}: unexpected {message}") from exc
         if any(not isinstance(f, Note) for f in findings):
-            raise self._as_xfail_expects(CheckFailure(self.check, findings))
+            failure = CheckFailure(self.check, findings)
+            self._reproduce(failure)
+            raise self._as_xfail_expects(failure)
         strict = gaps_on_pass(self, findings)  # a pass's notes are its gaps (gaps.py)
         if strict is not None:
             raise self._as_xfail_expects(strict)
+
+    def _reproduce(self, error: ExportCheckError) -> None:
+        """--exportcheck-repro: a finding's plain-torch script, written and run."""
+        from pytest_exportcheck.containment.failures import CaptureError, CheckFailure
+
+        reproductions = self._session.reproductions
+        if reproductions is not None and isinstance(error, (CaptureError, CheckFailure)):
+            reproductions.reproduce(self, error, self._seconds_allowed())
 
     def _as_xfail_expects(self, error: ExportCheckError) -> ExportCheckError:
         from pytest_exportcheck.items.item_run import unless_expected
@@ -205,6 +216,7 @@ class CheckItem(pytest.Item):
             printed_while_capturing,
         )
         from pytest_exportcheck.containment.stages import StageTimeout
+        from pytest_exportcheck.items.reproductions import reproduction_line
 
         error = excinfo.value
         if not isinstance(error, (ExportCheckError, StageTimeout)):
@@ -227,7 +239,12 @@ class CheckItem(pytest.Item):
         text += printed_while_capturing(error, show=show_traceback)
         if show_traceback and error.stage in ("signature", "hierarchy", "recorded"):
             text += self._graph_evidence(error.render())
-        return FailureRepr(text, headline=error.headline)
+        headline = error.headline
+        told = reproduction_line(error)
+        if told is not None:  # its first line is the headline (failure_text)
+            headline = f"{headline}; {told}"
+            text = "\n".join([headline, *text.splitlines()[1:], told])
+        return FailureRepr(text, headline=headline)
 
     def xpass_note(self) -> str:
         """For an XPASS(strict): the ``torch:`` condition that gave this item its xfail."""

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_exportcheck.containment.stages import MAX_TIMEOUT_SECONDS
+from pytest_exportcheck.items.reproductions import Reproductions
 
 
 def whole_number(config: pytest.Config, name: str) -> int:
@@ -112,3 +113,20 @@ def lowering_targets(config: pytest.Config) -> tuple[str, ...]:
             f"known: {', '.join(LOWERING_TARGETS)}"
         )
     return tuple(map(lowered_check, names))
+
+
+def reproductions(config: pytest.Config) -> Reproductions | None:
+    """``--exportcheck-repro`` (relative to where pytest was started) or the ini's (to the
+    ini file): the run's reproductions, registered for their summary; None where unset."""
+    option = config.getoption("exportcheck_repro")
+    text = option or config.getini("exportcheck_repro")
+    if not text:
+        return None
+    run = config.getoption("exportcheck_repro_run") or config.getini("exportcheck_repro_run")
+    if run not in ("yes", "no"):
+        raise pytest.UsageError(f"exportcheck_repro_run must be yes or no, not {run!r}")
+    here = config.invocation_params.dir  # where the scripts run, as the items did
+    base = config.inipath.parent if not option and config.inipath is not None else here
+    found = Reproductions((base / text).resolve(), run=run == "yes", cwd=here)
+    config.pluginmanager.register(found, "exportcheck-reproductions")
+    return found

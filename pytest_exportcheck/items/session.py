@@ -59,6 +59,7 @@ class ExportCheckSession(WorkerCrashes):
         self.memory_limit, self.memory_limit_derived = option_values.memory_limit(config)
         self.lowered_checks = option_values.lowering_targets(config)  # added to every case
         self.run_programs = option_values.run_programs(config)  # chains added to every case
+        self.reproductions = option_values.reproductions(config)  # --exportcheck-repro
         self._limit_replaced: tuple[int, int] | None = None
         # Case name → where it was first defined: names are unique across files.
         self.case_names: dict[str, str] = {}

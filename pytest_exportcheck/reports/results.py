@@ -78,6 +78,10 @@ class ItemResult:
     # no values (max_abs_err and tolerance then null); None where not known (the check
     # did not run, or a report or fixture call that does not say)
     compared: int | None = None
+    # --exportcheck-repro: the plain-torch reproduction written for a failure (or an
+    # expected one) and what its run said (repro/confirm.py), or why none was written
+    repro: str | None = None
+    repro_outcome: str | None = None
 
     @property
     def with_gaps(self) -> bool:
@@ -233,6 +237,8 @@ def item_result(nodeid: str, phases: Mapping[str, Any]) -> ItemResult | None:
         where=where_line(text),
         xfail_line=_int(props.get("exportcheck_xfail_line")),
         compared=None if outcome in ("skipped", "not_applicable") else compared,
+        repro=props.get("exportcheck_repro"),
+        repro_outcome=props.get("exportcheck_repro_outcome"),
     )
 
 

@@ -1,0 +1,114 @@
+"""``--exportcheck-repro=DIR``: for each failed item, a plain-torch script, written and run.
+
+The script (``repro/``) is written under DIR for an item that failed, or failed as
+its xfail expected, with a finding a script can reproduce; it is then run in a
+fresh interpreter (``--exportcheck-repro-run=no`` to only write it) and its verdict
+joins the failure: "reproduced in plain torch: DIR/…py", or, loudly, "not
+reproduced outside the plugin: this verdict may be the plugin's own error". A
+finding no script reproduces yet is counted as such. The counts come from the
+reports, so under xdist the controller sums every worker's.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_exportcheck.repro.confirm import (
+    NO_VERDICT,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    Confirmation,
+    confirm,
+)
+from pytest_exportcheck.repro.kinds import kind_for
+from pytest_exportcheck.repro.script import Finding, file_name, write_script
+
+if TYPE_CHECKING:
+    from pytest_exportcheck.containment.failures import ExportCheckError
+    from pytest_exportcheck.items.check_items import CheckItem
+
+REPRODUCTIONS = pytest.StashKey["Reproductions"]()
+NOT_WRITTEN = "no plain reproduction yet"
+NOT_RUN = "not run"
+# Failures that are not findings about the export: no reproduction is owed.
+NOT_FINDINGS = ("case", "eager", "internal", "timeout", "crashed", "?")
+
+
+class Reproductions:
+    """The run's reproductions: where they go, whether they run, what they said."""
+
+    def __init__(self, directory: Path, *, run: bool, cwd: Path) -> None:
+        self.directory = directory
+        self.run = run
+        self.cwd = cwd
+        self.outcomes: Counter[str] = Counter()  # per failed item
+        self.written: set[str] = set()  # the scripts, one per capture failure or finding
+        # A capture's failure fails each of its checks: its script runs once.
+        self._confirmed: dict[Path, Confirmation] = {}
+
+    def reproduce(self, item: CheckItem, error: ExportCheckError, seconds: float) -> None:
+        """Write ``error``'s reproduction and run it; its verdict joins the error."""
+        if error.stage in NOT_FINDINGS:
+            return
+        kind, why = kind_for(item.case, item.capture, item.check, error.stage)
+        if kind is None or item.case.preserve_signatures:
+            why = why or "the case's preserve_signatures are not written yet"
+            item.set_property("exportcheck_repro_outcome", f"{NOT_WRITTEN}: {why}")
+            return
+        cause = error.__cause__
+        finding = Finding(
+            nodeid=item.nodeid, case=item.case, capture=item.capture, check=item.check,
+            device=item.device, kind=kind, message=error.render(),
+            error=type(cause).__name__ if kind == "capture" and cause is not None else None,
+        )  # fmt: skip
+        path = self.directory / file_name(finding)
+        if path not in self._confirmed:
+            write_script(finding, self.directory)
+        item.set_property("exportcheck_repro", str(path))
+        if not self.run:
+            item.set_property("exportcheck_repro_outcome", NOT_RUN)
+            return
+        confirmation = self._confirmed.get(path)
+        if confirmation is None:
+            confirmation = self._confirmed[path] = confirm(path, seconds=seconds, cwd=self.cwd)
+        item.set_property("exportcheck_repro_outcome", confirmation.outcome)
+        error.reproduction = confirmation.line(path)  # type: ignore[attr-defined]
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        props = dict(report.user_properties)
+        outcome = props.get("exportcheck_repro_outcome")
+        if outcome is not None and report.when == "call":
+            self.outcomes[outcome.split(":")[0]] += 1
+            if "exportcheck_repro" in props:
+                self.written.add(props["exportcheck_repro"])
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.outcomes:
+            return
+        counts = self.outcomes
+        parts = [
+            f"{counts[REPRODUCED]} reproduced in plain torch",
+            f"{counts[NOT_REPRODUCED]} not reproduced outside the plugin",
+            f"{counts[NO_VERDICT]} reached no verdict",
+            f"{counts[NOT_RUN]} not run",
+            f"{counts[NOT_WRITTEN]} with {NOT_WRITTEN}",
+        ]
+        terminalreporter.write_line(
+            f"exportcheck reproductions: {len(self.written)} scripts under {self.directory}; "
+            f"of {counts.total()} failures, " + ", ".join(parts)
+        )
+        if counts[NOT_REPRODUCED]:
+            terminalreporter.write_line(
+                f"exportcheck: {counts[NOT_REPRODUCED]} verdict(s) not reproduced outside the "
+                "plugin may be the plugin's own error: run their scripts, and report them",
+                red=True,
+            )
+
+
+def reproduction_line(error: BaseException) -> str | None:
+    """The verdict of ``error``'s reproduction, where one ran."""
+    return getattr(error, "reproduction", None)

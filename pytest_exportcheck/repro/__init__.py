@@ -1,0 +1,13 @@
+"""Plain-torch reproductions of a finding: a standalone script per failed item, and its run.
+
+A reproduction imports torch and the user's own model and input code only (never this
+plugin, never pytest), builds the model and inputs as the item did (``source.py``),
+makes the same capture and programs (``programs.py``), performs the one comparison the
+finding is about in torch's own terms (``kinds.py``), and exits 1 printing the finding
+when it reproduces, 0 printing "not reproduced" when not. ``script.py`` puts one
+together with its header and writes it; ``confirm.py`` runs it in a fresh interpreter,
+bounded in time and memory, and reads its outcome.
+
+Pure text and processes: no torch import here. May import ``spec/``, ``containment/``
+(limits, exit statuses) and ``recordings/`` (atomic writes).
+"""

@@ -1,0 +1,177 @@
+"""What a reproduction compares, per finding kind: the ``main()`` of its script.
+
+- ``capture``: the capture call raised (any check's item fails at ``[capture]``): the
+  script makes the same call and reproduces when it raises the same exception type;
+- ``parity``: every program the item ran, called as the item called it, against eager
+  (``torch.testing.assert_close`` with the case's ``atol`` / ``rtol``);
+- ``mutation``: the mutations the decomposed program records against what one eager
+  call changed (parameters, buffers, tensor inputs), ``expect.mutated_buffers``, then
+  outputs, state and inputs of every stateful program after each of the steps.
+
+Every other kind has no plain reproduction yet: :func:`kind_for` says why.
+"""
+
+from __future__ import annotations
+
+from pytest_exportcheck.repro.programs import unwritten
+from pytest_exportcheck.spec import Case
+
+# The capture calls written in plain torch (``capture/``), without ``dynamic:``.
+CAPTURES = {
+    "export": "torch.export.export(copy.deepcopy(model), args, kwargs, strict=False{extra})",
+    "export-strict": "torch.export.export(copy.deepcopy(model), args, kwargs, strict=True{extra})",
+    "dynamo-legacy": "torch._dynamo.export(copy.deepcopy(model))(*args, **kwargs)",
+}
+EXPORTS = ("export", "export-strict")
+
+
+def kind_for(case: Case, capture: str, check: str, stage: str | None) -> tuple[str | None, str]:
+    """(the kind of reproduction, or None, and why none where None)."""
+    if case.dynamic is not None:
+        return None, "the case's dynamic: shapes are not written yet"
+    if capture not in CAPTURES:
+        return None, f"the {capture} capture is not written yet"
+    if stage == "capture":
+        return "capture", ""
+    if stage in ("parity", "mutation") and stage == check and capture in EXPORTS:
+        moved = unwritten(case)
+        return (None, moved[0]) if moved else (check, "")
+    return None, f"the {stage or check} finding of {check} is not written yet"
+
+
+CAPTURE_MAIN = """
+def main():
+    model, inputs = built()
+    try:
+        capture(model, inputs)
+    except Exception as exc:
+        raised = type(exc).__name__
+        if EXPECTED_ERROR in (None, raised):
+            print(f"reproduced: the capture raised {raised}: {exc}")
+            return 1
+        print(f"not reproduced: the capture raised {raised}, the item's raised {EXPECTED_ERROR}")
+        print(exc)
+        return 0
+    print(f"not reproduced: the capture succeeded (the item's raised {EXPECTED_ERROR})")
+    return 0
+"""
+
+COMPARE = '''
+def differs(want, got):
+    """torch.testing.assert_close's message, or None when within the case's tolerance."""
+    try:
+        torch.testing.assert_close(got, want, atol=ATOL, rtol=RTOL, equal_nan=True)
+    except (AssertionError, TypeError, ValueError) as exc:
+        return str(exc)
+    return None
+'''
+
+PARITY_MAIN = """
+def main():
+    model, inputs = built()
+    eager = calls(copy.deepcopy(model), inputs, STEPS, eager=True)
+    ep = capture(model, inputs)
+    found = []
+    for label, make in PROGRAMS:
+        runs = calls(make(ep, inputs), inputs, STEPS, eager=False)
+        for step, ((want, _, _), (got, _, _)) in enumerate(zip(eager, runs), start=1):
+            message = differs(want, got)
+            if message is not None:
+                found.append(f"{label}, step {step}/{STEPS}: the output differs from eager's:"
+                             f"\\n{message}")
+                break
+    if found:
+        print("reproduced: " + "\\n\\n".join(found))
+        return 1
+    print(f"not reproduced: every program matched eager over {STEPS} step(s)")
+    return 0
+"""
+
+MUTATION_MAIN = '''
+def changed(before, after):
+    return before.shape != after.shape or not torch.equal(before, after)
+
+
+def eager_mutations(model, inputs):
+    """The parameters and buffers (every name of a shared one) and the tensor inputs
+    one eager call changes, on copies of their own."""
+    probe = copy.deepcopy(model)
+    named = [*probe.named_parameters(remove_duplicate=False),
+             *probe.named_buffers(remove_duplicate=False)]
+    before = {name: t.detach().clone() for name, t in named}
+    args, kwargs = cloned(inputs)
+    given = [t.detach().clone() if isinstance(t, torch.Tensor) else t
+             for t in pytree.tree_leaves((args, kwargs))]
+    seed_everything(SEED)
+    probe(*args, **kwargs)
+    after = dict([*probe.named_parameters(remove_duplicate=False),
+                  *probe.named_buffers(remove_duplicate=False)])
+    state = {n for n, t in before.items() if n not in after or changed(t, after[n].detach())}
+    leaves = pytree.tree_leaves((args, kwargs))
+    inputs_changed = {i for i, (old, new) in enumerate(zip(given, leaves))
+                      if isinstance(new, torch.Tensor) and changed(old, new.detach())}
+    return state, inputs_changed
+
+
+def aliases(model):
+    """Every name of each parameter and buffer, by the tensor it names."""
+    by_tensor = {}
+    for name, t in [*model.named_parameters(remove_duplicate=False),
+                    *model.named_buffers(remove_duplicate=False)]:
+        by_tensor.setdefault(id(t), []).append(name)
+    return {name: names for names in by_tensor.values() for name in names}
+
+
+def main():
+    model, inputs = built()
+    found = []
+    state, inputs_changed = eager_mutations(model, inputs)
+    ep = capture(model, inputs)
+    signature = copy.deepcopy(ep).run_decompositions().graph_signature
+    buffers = set(signature.buffers_to_mutate.values())
+    parameters = set(getattr(signature, "parameters_to_mutate", {}).values())
+    named = aliases(model)
+    recorded = {alias for fqn in buffers | parameters for alias in named.get(fqn, [fqn])}
+    if state - recorded:
+        found.append(f"eager mutated {sorted(state - recorded)} but the decomposed program "
+                     f"does not record it (buffers_to_mutate: {sorted(buffers)})")
+    if recorded - state:
+        found.append(f"the decomposed program records mutation of {sorted(recorded - state)} "
+                     "but eager left it unchanged")
+    users = list(signature.user_inputs)
+    recorded_inputs = {users.index(n) for n in signature.user_inputs_to_mutate.values()}
+    if recorded_inputs != inputs_changed:
+        found.append(f"user-input mutations differ (flat input positions): eager mutated "
+                     f"{sorted(inputs_changed)}, the decomposed program records "
+                     f"{sorted(recorded_inputs)}")
+    if EXPECTED_BUFFERS is not None and set(EXPECTED_BUFFERS) != buffers:
+        found.append(f"expect.mutated_buffers is {sorted(EXPECTED_BUFFERS)}, the decomposed "
+                     f"program records {sorted(buffers)}")
+    eager = calls(copy.deepcopy(model), inputs, STEPS, eager=True)
+    for label, make in PROGRAMS:
+        runs = calls(make(ep, inputs), inputs, STEPS, eager=False)
+        for step, (want, got) in enumerate(zip(eager, runs), start=1):
+            problems = [f"output: {m}" for m in [differs(want[0], got[0])] if m]
+            for name, value in want[1].items():
+                if name not in got[1]:
+                    problems.append(f"{name}: {label} has no such parameter or buffer")
+                elif (m := differs(value, got[1][name])) is not None:
+                    problems.append(f"{name}: {m}")
+            if (m := differs(want[2], got[2])) is not None:
+                problems.append(f"inputs after the call: {m}")
+            if problems:
+                found.append(f"{label}, after step {step}/{STEPS}:\\n" + "\\n".join(problems))
+                break
+    if found:
+        print("reproduced: " + "\\n\\n".join(found))
+        return 1
+    print(f"not reproduced: mutation records, and every program over {STEPS} step(s), "
+          "agree with eager")
+    return 0
+'''
+
+MAINS = {
+    "capture": CAPTURE_MAIN,
+    "parity": COMPARE + PARITY_MAIN,
+    "mutation": COMPARE + MUTATION_MAIN,
+}

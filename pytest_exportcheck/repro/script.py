@@ -1,0 +1,170 @@
+"""One reproduction script, put together and written under the run's directory.
+
+The header says which item and case it reproduces (file:line), the torch and Python
+it was written under, and the finding as the item reported it; then the case's
+build (``source.py``), its capture call and programs (``programs.py``) and the
+comparison of its kind (``kinds.py``). The finding and the case's names are the
+user's text: they go in as comments, each line escaped, never as code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import platform
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_exportcheck.recordings.atomic import write_atomically
+from pytest_exportcheck.repro.kinds import CAPTURES, MAINS
+from pytest_exportcheck.repro.programs import SAVED_AND_LOADED, programs_source
+from pytest_exportcheck.repro.source import HELPERS, Imports, inputs_source, model_source
+from pytest_exportcheck.spec import Case
+
+SHOWN_FINDING_LINES = 12  # of the item's message, in the header
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What the item found, as a script needs it."""
+
+    nodeid: str
+    case: Case
+    capture: str
+    check: str
+    device: str
+    kind: str  # kinds.MAINS
+    message: str  # the failure as the item reported it
+    error: str | None = None  # ``capture``: the exception type the capture raised
+    preserved: tuple[str, ...] = ()  # the FQNs ``preserve_signatures`` resolved to
+
+
+def file_name(finding: Finding) -> str:
+    """``<case>-<check>-<capture>-<device>.py``, in characters every file system takes;
+    a digest of the real names where any had to be replaced."""
+    # A capture's failure is every check's of that capture: one script for them all.
+    check = "capture" if finding.kind == "capture" else finding.check
+    parts = [finding.case.name, check, finding.capture, finding.device]
+    raw = "-".join(parts)
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", raw)[:150].lstrip(".-") or "case"
+    if safe != raw:
+        safe += "-" + hashlib.sha1(raw.encode()).hexdigest()[:8]
+    return f"{safe}.py"
+
+
+def write_script(finding: Finding, directory: Path) -> Path:
+    path = directory / file_name(finding)
+    write_atomically(path, script_text(finding))
+    return path
+
+
+def script_text(finding: Finding) -> str:
+    case = finding.case
+    imports = Imports()
+    build_model = model_source(case, imports)
+    build_inputs = inputs_source(case, imports)
+    parity = case.expect.parity
+    steps = case.expect.mutation_steps if finding.kind == "mutation" else parity.steps
+    sections = [
+        _header(finding),
+        IMPORTS,
+        "\n".join(
+            [
+                "# where the item's run found the case's modules",
+                f"sys.path[:0] = {[str(case.base_dir.resolve()), str(Path.cwd())]!r}",
+                f"SEED = {case.seed}",
+                "INPUT_SEED = (SEED * 0x9E3779B1 + 0x5EED) % 2**32  # the inputs' own stream",
+                f"DEVICE = {finding.device!r}",
+                f"STEPS = {steps}",
+                f"ATOL, RTOL = {parity.atol!r}, {parity.rtol!r}  # None: assert_close's default",
+                f"EXPECTED_ERROR = {finding.error!r}  # the exception type the capture raised",
+                f"EXPECTED_BUFFERS = {case.expect.mutated_buffers!r}  # expect.mutated_buffers",
+            ]
+        ),
+        HELPERS.strip(),
+        SAVED_AND_LOADED.strip(),
+        "# the case's own code\n" + "\n".join(imports.lines),
+        _function("build_model", build_model),
+        _function("build_inputs", build_inputs),
+        _capture(finding),
+    ]
+    if finding.kind in ("parity", "mutation"):
+        sections.append(programs_source(case, only_stateful=finding.kind == "mutation"))
+    sections += [MAINS[finding.kind].strip(), MAIN_CALL]
+    return "\n\n\n".join(s for s in sections if s) + "\n"
+
+
+IMPORTS = """import copy
+import importlib.util
+import os
+import random
+import sys
+import tempfile
+import traceback
+
+import torch
+from torch.utils import _pytree as pytree"""
+
+# Exit 2 where the script itself raised: 1 is kept for "reproduced".
+MAIN_CALL = """if __name__ == "__main__":
+    try:
+        status = main()
+    except Exception:
+        traceback.print_exc()
+        print("not run to its verdict: the reproduction raised (above)")
+        status = 2
+    sys.exit(status)"""
+
+
+def _header(finding: Finding) -> str:
+    case = finding.case
+    shown = finding.message.splitlines()[:SHOWN_FINDING_LINES]
+    more = len(finding.message.splitlines()) - len(shown)
+    lines = [
+        "#!/usr/bin/env python",
+        "# A plain-torch reproduction of a pytest-exportcheck finding. It imports torch",
+        "# and the case's own code only. Exit 1, the finding printed: reproduced in plain",
+        '# torch. Exit 0, "not reproduced": plain torch does not show it. Exit 2: the',
+        "# reproduction itself raised.",
+        "#",
+        f"# item:    {_escaped(finding.nodeid)}",
+        f"# case:    {_escaped(case.location)} ({_escaped(case.name)})",
+        f"# written: torch {_version('torch')}, Python {platform.python_version()}",
+        "# finding, as the item reported it:",
+        *(f"#   {_escaped(line)}" for line in shown),
+    ]
+    if more > 0:
+        lines.append(f"#   ({more} more lines in the item's report)")
+    return "\n".join(lines)
+
+
+def _escaped(text: str) -> str:
+    """A line of user text safe in a comment: no line break, no control character."""
+    return repr(text)[1:-1]
+
+
+def _function(name: str, body: str) -> str:
+    indented = "\n".join(f"    {line}" if line else "" for line in body.splitlines())
+    return f"def {name}():\n{indented}"
+
+
+def _capture(finding: Finding) -> str:
+    extra = ""
+    if finding.preserved:
+        extra = f", preserve_module_call_signature={finding.preserved!r}"
+    call = CAPTURES[finding.capture].format(extra=extra)
+    return (
+        "def capture(model, inputs):\n"
+        f'    """The item\'s capture call ({finding.capture}), on copies of its own."""\n'
+        "    args, kwargs = cloned(inputs)\n"
+        "    seed_everything(SEED)\n"
+        f"    return {call}"
+    )
+
+
+def _version(distribution: str) -> str:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"

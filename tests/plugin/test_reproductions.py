@@ -1,0 +1,259 @@
+"""``--exportcheck-repro=DIR``: each failure gets a plain-torch script that shows it.
+
+One run of a project holds a model per finding kind the scripts cover, each broken on
+purpose: a capture that refuses a data-dependent branch, a count kept in a Python int
+that the program bakes (parity over two steps, and mutation's stepped runs), and a
+case whose finding no script covers yet (``dynamic:``). The run is shared by the
+tests; each script is then run again by itself, in a fresh interpreter, as a user
+would, before and after its model is fixed.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import childkit
+import pytest
+
+MODELS = """
+import torch
+from torch import nn
+
+
+class Refused(nn.Module):
+    \"\"\"Branches on a value: export refuses it (a data-dependent guard).\"\"\"
+
+    def forward(self, x):
+        if x.sum() > 0:
+            return x + 1
+        return x - 1
+
+
+class Baked(nn.Module):
+    \"\"\"Counts calls in a Python int: the program bakes the count it was traced with.\"\"\"
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        return self.lin(x) * self.calls
+
+
+class Sized(nn.Module):
+    \"\"\"Specializes the dynamic batch: the shapes check finds it.\"\"\"
+
+    def forward(self, x):
+        return x * 2 if x.shape[0] == 2 else x
+"""
+
+FIXED = """
+import torch
+from torch import nn
+
+
+class Refused(nn.Module):
+    def forward(self, x):
+        return torch.where(x.sum() > 0, x + 1, x - 1)
+
+
+class Baked(nn.Module):
+    \"\"\"The count in a buffer: the program carries it.\"\"\"
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.register_buffer("calls", torch.zeros(()))
+
+    def forward(self, x):
+        self.calls.add_(1)
+        return self.lin(x) * self.calls
+
+
+class Sized(nn.Module):
+    def forward(self, x):
+        return x.relu()
+"""
+
+CASES = """
+cases:
+  refused:
+    description: a data-dependent branch
+    model: {target: models.py:Refused}
+    inputs: {args: [{shape: [2, 4]}]}
+    checks: [parity, mutation]
+  baked:
+    description: a count the program bakes
+    model: {target: models.py:Baked}
+    inputs: {args: [{shape: [2, 4]}]}
+    checks: [parity, mutation]
+    expect: {parity: {steps: 2}}
+  sized:
+    description: a dim the model specializes
+    model: {target: models.py:Sized}
+    inputs: {args: [{shape: [2, 4]}]}
+    checks: [shapes, parity]
+    dynamic:
+      shapes: {"args[0]": {0: {dynamic: {min: 1, max: 8, name: batch}}}}
+"""
+
+CHECK_IMPORTS = """
+import runpy, sys
+try:
+    runpy.run_path(sys.argv[1], run_name="__main__")
+except SystemExit as exc:
+    status = exc.code
+print("IMPORTED", sorted(m for m in sys.modules if m.split(".")[0] in ("pytest", "pytest_exportcheck", "_pytest")))
+sys.exit(status)
+"""
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict]:
+    """The project, the run's output and its JSON report's items by node id."""
+    root = tmp_path_factory.mktemp("repro")
+    (root / "cases").mkdir()
+    (root / "cases" / "models.py").write_text(MODELS)
+    (root / "cases" / "main.yaml").write_text(CASES)
+    done = childkit.run(
+        [
+            sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--exportcheck",
+            "cases", "--exportcheck-repro=repro", "--exportcheck-report=report.json",
+        ],
+        cwd=root, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    items = {i["nodeid"]: i for i in json.loads((root / "report.json").read_text())["items"]}
+    return root, done.stdout, items
+
+
+def _run_script(root: Path, path: Path) -> tuple[int, str]:
+    done = childkit.run(
+        [sys.executable, "-c", CHECK_IMPORTS, str(path)],
+        cwd=root, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_each_failure_names_its_script_and_the_verdict_of_its_run(project: tuple) -> None:
+    root, _, items = project
+    for nodeid, script in [
+        ("cases/main.yaml::refused::parity[export-cpu]", "refused-capture-export-cpu.py"),
+        ("cases/main.yaml::refused::mutation[export-cpu]", "refused-capture-export-cpu.py"),
+        ("cases/main.yaml::baked::parity[export-cpu]", "baked-parity-export-cpu.py"),
+        ("cases/main.yaml::baked::mutation[export-cpu]", "baked-mutation-export-cpu.py"),
+    ]:
+        item = items[nodeid]
+        assert item["outcome"] == "failed", item
+        assert item["repro"] == str(root / "repro" / script)
+        assert item["repro_outcome"] == "reproduced"
+        assert f"reproduced in plain torch: {root / 'repro' / script}" in item["text"]
+    # The headline, the short summary's line, carries it too.
+    assert "; reproduced in plain torch: " in items[nodeid]["message"]
+    assert sorted(p.name for p in (root / "repro").iterdir()) == [
+        "baked-mutation-export-cpu.py",
+        "baked-parity-export-cpu.py",
+        "refused-capture-export-cpu.py",
+    ]
+
+
+def test_a_finding_no_script_covers_yet_is_counted_as_such(project: tuple) -> None:
+    _, out, items = project
+    sized = items["cases/main.yaml::sized::shapes[export-cpu]"]
+    assert sized["outcome"] == "failed", sized
+    assert sized["repro"] is None
+    assert sized["repro_outcome"].startswith("no plain reproduction yet: ")
+    assert "dynamic" in sized["repro_outcome"]
+    # Its parity item fails at the same capture: dynamic: is not written yet either.
+    assert items["cases/main.yaml::sized::parity[export-cpu]"]["repro"] is None
+    assert "exportcheck reproductions: 3 scripts under " in out, out
+    assert (
+        "of 6 failures, 4 reproduced in plain torch, 0 not reproduced outside the plugin, "
+        "0 reached no verdict, 0 not run, 2 with no plain reproduction yet"
+    ) in out, out
+
+
+@pytest.mark.parametrize(
+    ("script", "shown"),
+    [
+        ("refused-capture-export-cpu.py", "reproduced: the capture raised"),
+        ("baked-parity-export-cpu.py", "reproduced: ep.module(), step 2/2"),
+        ("baked-mutation-export-cpu.py", "after step 2/3"),
+    ],
+)
+def test_a_script_shows_the_finding_then_not_once_the_model_is_fixed(
+    project: tuple, tmp_path: Path, script: str, shown: str
+) -> None:
+    root, _, _ = project
+    copy = tmp_path / "project"
+    shutil.copytree(root / "cases", copy / "cases")
+    shutil.copytree(root / "repro", copy / "repro")
+    path = copy / "repro" / script
+    # The script names the case's files where it was written: point it at this copy.
+    path.write_text(path.read_text().replace(str(root), str(copy)))
+    status, printed = _run_script(copy, path)
+    assert status == 1, printed
+    assert shown in printed
+    assert "IMPORTED []" in printed, "a reproduction imports neither pytest nor this plugin"
+    (copy / "cases" / "models.py").write_text(FIXED)
+    status, printed = _run_script(copy, path)
+    assert status == 0, printed
+    assert "not reproduced" in printed
+
+
+@pytest.mark.quick  # the one in-process run that writes and runs a script
+def test_a_verdict_the_plugin_alone_reaches_is_said_loudly(pytester: pytest.Pytester) -> None:
+    """A comparison broken on purpose: the plugin fails a correct export, its script
+    shows nothing, and the failure says the verdict may be the plugin's own error."""
+    (pytester.path / "cases").mkdir()
+    (pytester.path / "cases" / "models.py").write_text(FIXED)
+    (pytester.path / "cases" / "main.yaml").write_text(
+        "cases:\n  fine:\n    description: a correct export\n"
+        "    model: {target: models.py:Sized}\n    inputs: {args: [{shape: [2, 4]}]}\n"
+        "    checks: [parity]\n"
+    )
+    pytester.makeconftest(
+        """
+        from pytest_exportcheck.checks import parity
+
+        parity.compare_trees = lambda *args, **kwargs: ["output: broken on purpose"]
+        """
+    )
+    result = pytester.runpytest("--exportcheck", "cases", "--exportcheck-repro=repro")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*not reproduced outside the plugin: this verdict may be the plugin's own error*",
+            "*of 1 failures, 0 reproduced in plain torch, 1 not reproduced outside the plugin*",
+            "*1 verdict(s) not reproduced outside the plugin may be the plugin's own error*",
+        ]
+    )
+
+
+def test_the_command_writes_one_items_script_from_a_report(project: tuple, tmp_path: Path) -> None:
+    root, _, _ = project
+    out = tmp_path / "one.py"
+    nodeid = "cases/main.yaml::refused::mutation[export-cpu]"
+    done = childkit.run(
+        [
+            sys.executable, "-m", "pytest_exportcheck", "repro", nodeid,
+            "--report", "report.json", "-o", str(out),
+        ],
+        cwd=root, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    text = out.read_text()
+    assert "EXPECTED_ERROR = 'GuardOnDataDependentSymNode'" in text, text[:3000]
+    assert f"# item:    {nodeid}" in text
+    status, printed = _run_script(root, out)
+    assert status == 1 and "reproduced: the capture raised" in printed, printed
+    unknown = childkit.run(
+        [sys.executable, "-m", "pytest_exportcheck", "repro", "cases/main.yaml::nope::parity[export-cpu]"],
+        cwd=root, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert unknown.returncode == 2 and "case 'nope': no such case" in unknown.stderr

@@ -1,0 +1,91 @@
+"""A reproduction builds what the plugin builds, bit for bit, and user text stays data."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from pytest_exportcheck.model.build import input_seed, make_tensor
+from pytest_exportcheck.model.isolation import seed_everything
+from pytest_exportcheck.repro.script import Finding, file_name, script_text
+from pytest_exportcheck.repro.source import input_source, literal, tensor_source
+from pytest_exportcheck.spec import load_case_file
+
+SPECS = [
+    {"shape": [2, 3]},
+    {"shape": [4], "dtype": "float64", "init": "rand", "low": -2.0, "high": 3.5},
+    {"shape": [3, 2], "dtype": "int64", "high": 7, "low": 1},
+    {"shape": [5], "dtype": "bool"},
+    {"shape": [2, 2], "init": "arange", "dtype": "half"},
+    {"shape": [2], "init": "full", "value": 0.25, "requires_grad": True},
+    {"shape": [1, 3], "init": "ones", "dtype": "int8"},
+]
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.get("init", s.get("dtype", "randn")))
+def test_a_yaml_tensor_is_drawn_as_the_plugin_draws_it(spec: dict) -> None:
+    seed_everything(3)
+    want = make_tensor(spec)
+    seed_everything(3)
+    got = eval(tensor_source(spec), {"torch": torch})
+    assert got.dtype == want.dtype and got.requires_grad == want.requires_grad
+    assert torch.equal(got, want)
+
+
+def test_nested_inputs_keep_their_structure() -> None:
+    value = {
+        "tuple": [{"shape": [2]}, {"dict": {"a": [1, 2.5]}}, {"data": [1, 2], "dtype": "int32"}]
+    }
+    got = eval(input_source(value), {"torch": torch})
+    assert isinstance(got, tuple) and got[1] == {"a": [1, 2.5]}
+    assert got[2].dtype == torch.int32
+
+
+def test_non_finite_numbers_are_written_as_python_reads_them() -> None:
+    assert eval(literal([math.inf, -math.inf, 1.5])) == [math.inf, -math.inf, 1.5]
+    assert math.isnan(eval(literal(math.nan)))
+
+
+def test_the_inputs_stream_is_the_plugins() -> None:
+    text = script_text(_finding(_case(Path("cases/basics.yaml"))))
+    line = next(line for line in text.splitlines() if line.startswith("INPUT_SEED ="))
+    namespace: dict = {"SEED": 12345}
+    exec(line, namespace)
+    assert namespace["INPUT_SEED"] == input_seed(12345)
+
+
+HOSTILE = 'bad"""\n::error file=x::owned\r\x00'
+
+
+def test_user_text_goes_in_as_comments_only(tmp_path: Path) -> None:
+    case = _case(Path("cases/basics.yaml"))
+    finding = _finding(case, message=f"parity check failed:\n- {HOSTILE}", nodeid=HOSTILE)
+    text = script_text(finding)
+    compile(text, "repro.py", "exec")  # still a valid script
+    for line in text.splitlines():
+        assert not line.startswith("::"), line
+        if "owned" in line:
+            assert line.startswith("#"), line
+
+
+@pytest.mark.parametrize("name", ["../../etc/passwd", "a/b::c[d]", "x" * 400, "..", "ünïcode"])
+def test_a_file_name_stays_inside_the_directory(name: str) -> None:
+    case = _case(Path("cases/basics.yaml"))
+    object.__setattr__(case, "name", name)
+    written = file_name(_finding(case))
+    assert "/" not in written and not written.startswith(".") and len(written) < 200
+    assert written.endswith(".py")
+
+
+def _case(path: Path):
+    return next(loaded.case for loaded in load_case_file(path) if loaded.case is not None)
+
+
+def _finding(case, message: str = "parity check failed", nodeid: str = "n") -> Finding:
+    return Finding(
+        nodeid=nodeid, case=case, capture="export", check="parity", device="cpu",
+        kind="parity", message=message,
+    )  # fmt: skip
