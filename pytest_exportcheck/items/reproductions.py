@@ -54,9 +54,9 @@ class Reproductions:
         """Write ``error``'s reproduction and run it; its verdict joins the error."""
         if error.stage in NOT_FINDINGS:
             return
-        kind, why = kind_for(item.case, item.capture, item.check, error.stage)
-        if kind is None or item.case.preserve_signatures:
-            why = why or "the case's preserve_signatures are not written yet"
+        findings = tuple(getattr(error, "findings", ()))
+        kind, why = kind_for(item.case, item.capture, item.check, error.stage, findings)
+        if kind is None:
             item.set_property("exportcheck_repro_outcome", f"{NOT_WRITTEN}: {why}")
             return
         cause = error.__cause__
@@ -64,6 +64,7 @@ class Reproductions:
             nodeid=item.nodeid, case=item.case, capture=item.capture, check=item.check,
             device=item.device, kind=kind, message=error.render(),
             error=type(cause).__name__ if kind == "capture" and cause is not None else None,
+            preserved=_preserved(item),
         )  # fmt: skip
         path = self.directory / file_name(finding)
         if path not in self._confirmed:
@@ -107,6 +108,17 @@ class Reproductions:
                 "plugin may be the plugin's own error: run their scripts, and report them",
                 red=True,
             )
+
+
+def _preserved(item: CheckItem) -> tuple[str, ...]:
+    """The FQNs the case's ``preserve_signatures`` name in the item's model, as its
+    capture was given them (the script names them, not the patterns)."""
+    if not item.case.preserve_signatures:
+        return ()
+    from pytest_exportcheck.model.preserved import preserved_names
+
+    subject = item._session.subject_for(item, item.device)  # built: the capture ran
+    return preserved_names(item.case, subject.pristine_model)
 
 
 def reproduction_line(error: BaseException) -> str | None:

@@ -46,11 +46,14 @@ def stateful(spelling: str) -> bool:
 
 def unwritten(case: Case) -> list[str]:
     """The case's programs a script cannot make yet, each with why."""
-    return [
-        f"program {spelling}: moving a program to a device is not written yet"
-        for spelling in case.programs
-        if any(step.startswith("move:") for step in spelling.split(">"))
-    ]
+    missing = []
+    for spelling in case.programs:
+        steps = spelling.split(">")
+        if any(step.startswith("move:") for step in steps):
+            missing.append(f"program {spelling}: moving a program to a device is not written yet")
+        elif "retrace" in steps and case.dynamic is not None:
+            missing.append(f"program {spelling}: a retrace with dynamic: is not written yet")
+    return missing
 
 
 def program_source(spelling: str) -> str:

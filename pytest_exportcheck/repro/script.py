@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_exportcheck.recordings.atomic import write_atomically
+from pytest_exportcheck.repro.dynamic import SHAPES, dims_source
 from pytest_exportcheck.repro.kinds import CAPTURES, MAINS
 from pytest_exportcheck.repro.programs import SAVED_AND_LOADED, programs_source
 from pytest_exportcheck.repro.source import HELPERS, Imports, inputs_source, model_source
@@ -80,6 +81,7 @@ def script_text(finding: Finding) -> str:
                 f"ATOL, RTOL = {parity.atol!r}, {parity.rtol!r}  # None: assert_close's default",
                 f"EXPECTED_ERROR = {finding.error!r}  # the exception type the capture raised",
                 f"EXPECTED_BUFFERS = {case.expect.mutated_buffers!r}  # expect.mutated_buffers",
+                f"EXPECTED_MODULES = {case.expect.modules!r}  # expect.modules",
             ]
         ),
         HELPERS.strip(),
@@ -97,8 +99,10 @@ def script_text(finding: Finding) -> str:
 
 IMPORTS = """import copy
 import importlib.util
+import inspect
 import os
 import random
+import re
 import sys
 import tempfile
 import traceback
@@ -150,17 +154,37 @@ def _function(name: str, body: str) -> str:
 
 
 def _capture(finding: Finding) -> str:
-    extra = ""
+    extra = dynamo_extra = constraints = ""
+    lines = [
+        "def capture(model, inputs):",
+        f'    """The item\'s capture call ({finding.capture}), on copies of its own."""',
+        "    model = copy.deepcopy(model)",
+        "    args, kwargs = cloned(inputs)",
+    ]
+    if finding.case.dynamic is not None:
+        lines.append("    dynamic = dynamic_shapes(model, args, kwargs)")
+        extra, dynamo_extra = ", dynamic_shapes=dynamic", ", dynamic_shapes=dynamic"
+        constraints = ", constraints=constraints"
+        if finding.capture == "dynamo":  # as torch.export derives them for its own capture
+            lines += [
+                "    shapes = torch.export.dynamic_shapes",
+                "    combined = shapes._combine_args(model, args, kwargs)",
+                "    constraints = shapes._process_dynamic_shapes(combined, dynamic)",
+            ]
     if finding.preserved:
-        extra = f", preserve_module_call_signature={finding.preserved!r}"
-    call = CAPTURES[finding.capture].format(extra=extra)
-    return (
-        "def capture(model, inputs):\n"
-        f'    """The item\'s capture call ({finding.capture}), on copies of its own."""\n'
-        "    args, kwargs = cloned(inputs)\n"
-        "    seed_everything(SEED)\n"
-        f"    return {call}"
+        extra += f", preserve_module_call_signature={finding.preserved!r}"
+    call = CAPTURES[finding.capture].format(
+        extra=extra, dynamo_extra=dynamo_extra, constraints=constraints
     )
+    if finding.capture == "dynamo":
+        lines.insert(2, "    import torch._dynamo.functional_export")
+    if finding.capture == "dynamo-legacy":
+        lines.append("    torch._dynamo.reset()  # each capture from an empty cache, as the item's")
+    lines += ["    seed_everything(SEED)", f"    return {call}"]
+    text = "\n".join(lines)
+    if finding.case.dynamic is not None:
+        text = f"{dims_source(finding.case.dynamic)}\n\n\n{SHAPES.strip()}\n\n\n{text}"
+    return text
 
 
 def _version(distribution: str) -> str:

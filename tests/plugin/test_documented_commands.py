@@ -74,6 +74,8 @@ NOT_RUN = {
     r"(\w+=\S+ )*benchmarks/torch_matrix\.sh.*": "installs every torch minor, one virtual "
     "environment each (network, hours)",
     r"tox -e .*": "a tox environment with another torch or with transformers (network)",
+    r"pytest --exportcheck --exportcheck-repro=repro": "on the checkout, the bundled corpus "
+    "(minutes); tests/plugin/test_reproductions.py runs the option on a project of its own",
     r"pytest --exportcheck -n auto": "on the checkout, the corpus run .ci/run makes (minutes); "
     "-n auto itself runs here in the shard commands (the same project, three xdist runs)",
     r"pytest --exportcheck -vv -k kv_cache": "on the checkout it also selects "

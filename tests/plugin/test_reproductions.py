@@ -99,7 +99,15 @@ cases:
     inputs: {args: [{shape: [2, 4]}]}
     checks: [shapes, parity]
     dynamic:
-      shapes: {"args[0]": {0: {dynamic: {min: 1, max: 8, name: batch}}}}
+      dims: {batch: {min: 1, max: 8}}
+      shapes: {"args[0]": {0: batch}}
+  named:
+    description: a placeholder expected under another name
+    model: {target: models.py:Sized}
+    inputs: {args: [{shape: [2, 4]}]}
+    checks: [signature]
+    expect:
+      placeholders: [{name: y, kind: user_input}]
 """
 
 CHECK_IMPORTS = """
@@ -147,6 +155,8 @@ def test_each_failure_names_its_script_and_the_verdict_of_its_run(project: tuple
         ("cases/main.yaml::refused::mutation[export-cpu]", "refused-capture-export-cpu.py"),
         ("cases/main.yaml::baked::parity[export-cpu]", "baked-parity-export-cpu.py"),
         ("cases/main.yaml::baked::mutation[export-cpu]", "baked-mutation-export-cpu.py"),
+        ("cases/main.yaml::sized::shapes[export-cpu]", "sized-capture-export-cpu.py"),
+        ("cases/main.yaml::sized::parity[export-cpu]", "sized-capture-export-cpu.py"),
     ]:
         item = items[nodeid]
         assert item["outcome"] == "failed", item
@@ -159,22 +169,22 @@ def test_each_failure_names_its_script_and_the_verdict_of_its_run(project: tuple
         "baked-mutation-export-cpu.py",
         "baked-parity-export-cpu.py",
         "refused-capture-export-cpu.py",
+        "sized-capture-export-cpu.py",
     ]
 
 
 def test_a_finding_no_script_covers_yet_is_counted_as_such(project: tuple) -> None:
     _, out, items = project
-    sized = items["cases/main.yaml::sized::shapes[export-cpu]"]
-    assert sized["outcome"] == "failed", sized
-    assert sized["repro"] is None
-    assert sized["repro_outcome"].startswith("no plain reproduction yet: ")
-    assert "dynamic" in sized["repro_outcome"]
-    # Its parity item fails at the same capture: dynamic: is not written yet either.
-    assert items["cases/main.yaml::sized::parity[export-cpu]"]["repro"] is None
-    assert "exportcheck reproductions: 3 scripts under " in out, out
+    named = items["cases/main.yaml::named::signature[export-cpu]"]
+    assert named["outcome"] == "failed", named
+    assert named["repro"] is None
+    assert named["repro_outcome"] == (
+        "no plain reproduction yet: the signature finding of signature is not written yet"
+    )
+    assert "exportcheck reproductions: 4 scripts under " in out, out
     assert (
-        "of 6 failures, 4 reproduced in plain torch, 0 not reproduced outside the plugin, "
-        "0 reached no verdict, 0 not run, 2 with no plain reproduction yet"
+        "of 7 failures, 6 reproduced in plain torch, 0 not reproduced outside the plugin, "
+        "0 reached no verdict, 0 not run, 1 with no plain reproduction yet"
     ) in out, out
 
 
@@ -184,6 +194,7 @@ def test_a_finding_no_script_covers_yet_is_counted_as_such(project: tuple) -> No
         ("refused-capture-export-cpu.py", "reproduced: the capture raised"),
         ("baked-parity-export-cpu.py", "reproduced: ep.module(), step 2/2"),
         ("baked-mutation-export-cpu.py", "after step 2/3"),
+        ("sized-capture-export-cpu.py", "reproduced: the capture raised"),
     ],
 )
 def test_a_script_shows_the_finding_then_not_once_the_model_is_fixed(

@@ -89,3 +89,28 @@ def _finding(case, message: str = "parity check failed", nodeid: str = "n") -> F
         nodeid=nodeid, case=case, capture="export", check="parity", device="cpu",
         kind="parity", message=message,
     )  # fmt: skip
+
+
+def test_dynamic_shapes_are_the_ones_the_capture_gives_torch() -> None:
+    from pytest_exportcheck.capture.dynamic_shapes import dynamic_shapes
+    from pytest_exportcheck.model.subject import Subject
+    from pytest_exportcheck.repro.dynamic import SHAPES, dims_source
+
+    cases = [c.case for c in load_case_file(Path("cases/dynamic.yaml")) if c.case is not None]
+    compared = 0
+    for case in cases:
+        if case.dynamic is None:
+            continue
+        subject = Subject(case)
+        model, (args, kwargs) = subject.model_copy(), subject.inputs_copy()
+        try:
+            want = dynamic_shapes(case.dynamic, model, args, kwargs)
+        except Exception:  # a spec this torch refuses: the capture says so, not the script
+            continue
+        namespace: dict = {}
+        exec("import inspect, torch\nfrom torch.utils import _pytree as pytree\n", namespace)
+        exec(dims_source(case.dynamic) + "\n" + SHAPES, namespace)
+        got = namespace["dynamic_shapes"](model, args, kwargs)
+        assert repr(got) == repr(want), case.name
+        compared += 1
+    assert compared >= 5
