@@ -53,8 +53,8 @@ PYTEST = [PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:hypo
 QUICK = "generated-quick-"  # the smoke run's corpus directory, under benchmarks/
 # Only the export paths' items: the floor has no counterpart for the others (export_paths.py).
 EXPORT_ONLY = ["-p", "export_paths"]
-# plugin/floor and (-n 2)/single as issue 18 sets them (1.15 and 0.6 before).
-TARGETS = {"plugin/floor": 0.90, "xdist/single": 0.58, "startup_ms": 20.0, "memory": 1.5}
+# plugin/floor as issue 47 sets it (0.90 before, issue 18), (-n 2)/single as issue 18 does.
+TARGETS = {"plugin/floor": 0.70, "xdist/single": 0.58, "startup_ms": 20.0, "memory": 1.5}
 
 
 @dataclass

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 REPRODUCTIONS = pytest.StashKey["Reproductions"]()
 NOT_WRITTEN = "no plain reproduction yet"
 NOT_RUN = "not run"
+RAISING = ("capture", "lower")  # kinds whose finding is an exception torch raised
 # Failures that are not findings about the export: no reproduction is owed.
 NOT_FINDINGS = ("case", "eager", "internal", "timeout", "crashed", "?")
 
@@ -63,7 +64,7 @@ class Reproductions:
         finding = Finding(
             nodeid=item.nodeid, case=item.case, capture=item.capture, check=item.check,
             device=item.device, kind=kind, message=error.render(),
-            error=type(cause).__name__ if kind == "capture" and cause is not None else None,
+            error=type(cause).__name__ if kind in RAISING and cause is not None else None,
             preserved=_preserved(item),
         )  # fmt: skip
         path = self.directory / file_name(finding)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -66,7 +67,7 @@ def _finding(nodeid: str, report: Path | None) -> Finding:
         if nodeid not in items or not items[nodeid].get("stage"):
             raise ValueError(f"{report}: no failure of {nodeid}")
         stage, message = items[nodeid]["stage"], items[nodeid].get("text") or ""
-        if stage == "capture":
+        if stage in ("capture", "lower"):
             error = _raised(message)
     elif check not in ("parity", "mutation"):
         stage = "capture"
@@ -77,7 +78,7 @@ def _finding(nodeid: str, report: Path | None) -> Finding:
 
 
 def _raised(message: str) -> str | None:
-    """The exception type a capture failure's message names (``raised: TypeError: ...``)."""
-    _, found, after = message.partition(" raised: ")
-    name = after.split(":", 1)[0].strip()
-    return name if found and name.isidentifier() else None
+    """The exception type a capture's or lowering's failure names (``... raised: TypeError:
+    ...``, ``... raised TypeError: ...``)."""
+    found = re.search(r" raised:? (\w+):", message)
+    return found[1] if found else None

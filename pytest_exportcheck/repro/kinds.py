@@ -40,6 +40,11 @@ def kind_for(
         return None, f"the {capture} capture is not written yet"
     if stage == "capture":
         return "capture", ""
+    if stage == "lower" and check.startswith("lowered-") and capture in EXPORTS:
+        target = check.removeprefix("lowered-")
+        if target not in LOWERINGS:
+            return None, f"the lowering to {target} is not written yet"
+        return "lower", ""
     if capture == "dynamo":
         return None, f"the {stage or check} finding of a dynamo capture is not written yet"
     if stage == "hierarchy" == check and capture in EXPORTS:
@@ -241,11 +246,57 @@ def main():
     return 0
 '''
 
+# The lowering calls of ``lowering/``, as the items make them.
+LOWERINGS = {
+    "aoti": '''
+def lower(ep):
+    """torch._inductor.aoti_compile_and_package, as the item calls it."""
+    import torch._inductor
+
+    with tempfile.TemporaryDirectory() as where:
+        torch._inductor.aoti_compile_and_package(
+            ep, package_path=os.path.join(where, "program.pt2"),
+            inductor_configs={"fallback_random": True},
+        )
+''',
+    "onnx": '''
+def lower(ep):
+    """torch.onnx.export of the program, as the item calls it."""
+    torch.onnx.export(ep, dynamo=True)
+''',
+    "executorch": '''
+def lower(ep):
+    """ExecuTorch's Edge dialect, then its program, as the item makes them."""
+    from executorch.exir import to_edge
+
+    to_edge(ep).to_executorch()
+''',
+}
+
+LOWER_MAIN = """
+def main():
+    model, inputs = built()
+    ep = capture(model, inputs)
+    try:
+        lower(ep)
+    except Exception as exc:
+        raised = type(exc).__name__
+        if EXPECTED_ERROR in (None, raised):
+            print(f"reproduced: the lowering raised {raised}: {exc}")
+            return 1
+        print(f"not reproduced: the lowering raised {raised}, the item's raised {EXPECTED_ERROR}")
+        print(exc)
+        return 0
+    print(f"not reproduced: the lowering succeeded (the item's raised {EXPECTED_ERROR})")
+    return 0
+"""
+
 MAINS = {
     "capture": CAPTURE_MAIN,
     "parity": COMPARE + PARITY_MAIN,
     "mutation": COMPARE + MUTATION_MAIN,
     "hierarchy": HIERARCHY_MAIN,
+    "lower": LOWER_MAIN,
 }
 # The hierarchy findings a script shows; the others (call counts, outputs, a
 # submodule run alone) are not written yet.

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pytest_exportcheck.recordings.atomic import write_atomically
 from pytest_exportcheck.repro.dynamic import SHAPES, dims_source
-from pytest_exportcheck.repro.kinds import CAPTURES, MAINS
+from pytest_exportcheck.repro.kinds import CAPTURES, LOWERINGS, MAINS
 from pytest_exportcheck.repro.programs import SAVED_AND_LOADED, programs_source
 from pytest_exportcheck.repro.source import HELPERS, Imports, inputs_source, model_source
 from pytest_exportcheck.spec import Case
@@ -91,6 +91,8 @@ def script_text(finding: Finding) -> str:
         _function("build_inputs", build_inputs),
         _capture(finding),
     ]
+    if finding.kind == "lower":
+        sections.append(LOWERINGS[finding.check.removeprefix("lowered-")].strip())
     if finding.kind in ("parity", "mutation"):
         sections.append(programs_source(case, only_stateful=finding.kind == "mutation"))
     sections += [MAINS[finding.kind].strip(), MAIN_CALL]

@@ -45,6 +45,18 @@ class Baked(nn.Module):
         return self.lin(x) * self.calls
 
 
+class Shared(nn.Module):
+    \"\"\"One block under two names: unflatten gives back two.\"\"\"
+
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Linear(4, 4)
+        self.dec = self.enc
+
+    def forward(self, x):
+        return self.dec(self.enc(x))
+
+
 class Sized(nn.Module):
     \"\"\"Specializes the dynamic batch: the shapes check finds it.\"\"\"
 
@@ -75,6 +87,16 @@ class Baked(nn.Module):
         return self.lin(x) * self.calls
 
 
+class Shared(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Linear(4, 4)
+        self.dec = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.dec(self.enc(x))
+
+
 class Sized(nn.Module):
     def forward(self, x):
         return x.relu()
@@ -101,6 +123,11 @@ cases:
     dynamic:
       dims: {batch: {min: 1, max: 8}}
       shapes: {"args[0]": {0: batch}}
+  shared:
+    description: a block under two names
+    model: {target: models.py:Shared}
+    inputs: {args: [{shape: [2, 4]}]}
+    checks: [hierarchy]
   named:
     description: a placeholder expected under another name
     model: {target: models.py:Sized}
@@ -157,6 +184,7 @@ def test_each_failure_names_its_script_and_the_verdict_of_its_run(project: tuple
         ("cases/main.yaml::baked::mutation[export-cpu]", "baked-mutation-export-cpu.py"),
         ("cases/main.yaml::sized::shapes[export-cpu]", "sized-capture-export-cpu.py"),
         ("cases/main.yaml::sized::parity[export-cpu]", "sized-capture-export-cpu.py"),
+        ("cases/main.yaml::shared::hierarchy[export-cpu]", "shared-hierarchy-export-cpu.py"),
     ]:
         item = items[nodeid]
         assert item["outcome"] == "failed", item
@@ -169,6 +197,7 @@ def test_each_failure_names_its_script_and_the_verdict_of_its_run(project: tuple
         "baked-mutation-export-cpu.py",
         "baked-parity-export-cpu.py",
         "refused-capture-export-cpu.py",
+        "shared-hierarchy-export-cpu.py",
         "sized-capture-export-cpu.py",
     ]
 
@@ -181,9 +210,9 @@ def test_a_finding_no_script_covers_yet_is_counted_as_such(project: tuple) -> No
     assert named["repro_outcome"] == (
         "no plain reproduction yet: the signature finding of signature is not written yet"
     )
-    assert "exportcheck reproductions: 4 scripts under " in out, out
+    assert "exportcheck reproductions: 5 scripts under " in out, out
     assert (
-        "of 7 failures, 6 reproduced in plain torch, 0 not reproduced outside the plugin, "
+        "of 8 failures, 7 reproduced in plain torch, 0 not reproduced outside the plugin, "
         "0 reached no verdict, 0 not run, 1 with no plain reproduction yet"
     ) in out, out
 
@@ -195,6 +224,7 @@ def test_a_finding_no_script_covers_yet_is_counted_as_such(project: tuple) -> No
         ("baked-parity-export-cpu.py", "reproduced: ep.module(), step 2/2"),
         ("baked-mutation-export-cpu.py", "after step 2/3"),
         ("sized-capture-export-cpu.py", "reproduced: the capture raised"),
+        ("shared-hierarchy-export-cpu.py", "'enc' and 'dec' are one module in eager but two"),
     ],
 )
 def test_a_script_shows_the_finding_then_not_once_the_model_is_fixed(

@@ -114,3 +114,26 @@ def test_dynamic_shapes_are_the_ones_the_capture_gives_torch() -> None:
         assert repr(got) == repr(want), case.name
         compared += 1
     assert compared >= 5
+
+
+@pytest.mark.parametrize(
+    ("kind", "check", "capture"),
+    [
+        ("capture", "parity", "dynamo"),
+        ("capture", "parity", "dynamo-legacy"),
+        ("parity", "parity", "export-strict"),
+        ("mutation", "mutation", "export"),
+        ("hierarchy", "hierarchy", "export"),
+        ("lower", "lowered-aoti", "export"),
+        ("lower", "lowered-onnx", "export"),
+        ("lower", "lowered-executorch", "export"),
+    ],
+)
+def test_every_kind_writes_a_script_python_reads(kind: str, check: str, capture: str) -> None:
+    cases = [c.case for c in load_case_file(Path("cases/dynamic.yaml")) if c.case is not None]
+    for case in (cases[0], _case(Path("cases/basics.yaml"))):
+        finding = Finding(
+            nodeid="n", case=case, capture=capture, check=check, device="cpu", kind=kind,
+            message="m", error="RuntimeError",
+        )  # fmt: skip
+        compile(script_text(finding), "repro.py", "exec")
