@@ -30,18 +30,14 @@ from pytest_exportcheck.capture.decomposition import decomposed
 from pytest_exportcheck.capture.record import Runnable
 from pytest_exportcheck.containment.failures import Note
 from pytest_exportcheck.model.program_files import saved_and_loaded
+from pytest_exportcheck.spec.case import CHAIN_ENDS, DEFAULT_PROGRAM_LABELS
 from pytest_exportcheck.spec.compat import moved_unavailable
 
 if TYPE_CHECKING:
     from pytest_exportcheck.capture.export import ProgramRecord
 
-ENDS = ("module", "unflatten")
-DEFAULT_LABELS = {
-    "module": "ep.module()",
-    "unflatten": "unflatten(ep)",
-    "decompose": "decomposed",
-    "save": "saved and loaded",
-}
+ENDS = CHAIN_ENDS
+DEFAULT_LABELS = DEFAULT_PROGRAM_LABELS
 
 
 @dataclass(frozen=True)

@@ -59,22 +59,27 @@ def kind_for(
     return None, f"the {stage or check} finding of {check} is not written yet"
 
 
-CAPTURE_MAIN = """
+# A finding that is an exception torch raised: the same call, the same exception type.
+RAISED_MAIN = """
 def main():
     model, inputs = built()
-    try:
-        capture(model, inputs)
+    {prepare}try:
+        {call}
     except Exception as exc:
         raised = type(exc).__name__
         if EXPECTED_ERROR in (None, raised):
-            print(f"reproduced: the capture raised {raised}: {exc}")
+            print(f"reproduced: the {what} raised {{raised}}: {{exc}}")
             return 1
-        print(f"not reproduced: the capture raised {raised}, the item's raised {EXPECTED_ERROR}")
+        print(f"not reproduced: the {what} raised {{raised}}, the item's raised {{EXPECTED_ERROR}}")
         print(exc)
         return 0
-    print(f"not reproduced: the capture succeeded (the item's raised {EXPECTED_ERROR})")
+    print(f"not reproduced: the {what} succeeded (the item's raised {{EXPECTED_ERROR}})")
     return 0
 """
+CAPTURE_MAIN = RAISED_MAIN.format(prepare="", call="capture(model, inputs)", what="capture")
+LOWER_MAIN = RAISED_MAIN.format(
+    prepare="ep = capture(model, inputs)\n    ", call="lower(ep)", what="lowering"
+)
 
 COMPARE = '''
 def differs(want, got):
@@ -272,24 +277,6 @@ def lower(ep):
     to_edge(ep).to_executorch()
 ''',
 }
-
-LOWER_MAIN = """
-def main():
-    model, inputs = built()
-    ep = capture(model, inputs)
-    try:
-        lower(ep)
-    except Exception as exc:
-        raised = type(exc).__name__
-        if EXPECTED_ERROR in (None, raised):
-            print(f"reproduced: the lowering raised {raised}: {exc}")
-            return 1
-        print(f"not reproduced: the lowering raised {raised}, the item's raised {EXPECTED_ERROR}")
-        print(exc)
-        return 0
-    print(f"not reproduced: the lowering succeeded (the item's raised {EXPECTED_ERROR})")
-    return 0
-"""
 
 MAINS = {
     "capture": CAPTURE_MAIN,

@@ -10,14 +10,10 @@ moves the program to a device is not written yet: :func:`unwritten` says so.
 from __future__ import annotations
 
 from pytest_exportcheck.spec import Case
+from pytest_exportcheck.spec.case import CHAIN_ENDS, DEFAULT_PROGRAM_LABELS
 
-ENDS = ("module", "unflatten")
-DEFAULT_LABELS = {
-    "module": "ep.module()",
-    "unflatten": "unflatten(ep)",
-    "decompose": "decomposed",
-    "save": "saved and loaded",
-}
+ENDS = CHAIN_ENDS
+DEFAULT_LABELS = DEFAULT_PROGRAM_LABELS
 STEPS = {
     "decompose": "{program}.run_decompositions()",
     "save": "saved_and_loaded({program})",

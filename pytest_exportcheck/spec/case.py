@@ -37,6 +37,14 @@ DEFAULT_CAPTURES: tuple[str, ...] = ("export",)
 # The programs an export capture runs as (`programs:`, capture/chains.py): ep.module(),
 # unflatten(ep), the decomposed program, the saved and loaded one.
 DEFAULT_PROGRAMS: tuple[str, ...] = ("module", "unflatten", "decompose", "save")
+# How a chain ends, and the names the checks give the default chains (capture/chains.py).
+CHAIN_ENDS = ("module", "unflatten")
+DEFAULT_PROGRAM_LABELS = {
+    "module": "ep.module()",
+    "unflatten": "unflatten(ep)",
+    "decompose": "decomposed",
+    "save": "saved and loaded",
+}
 DEFAULT_MUTATION_STEPS = 3
 DEFAULT_PARITY_STEPS = 1
 
