@@ -122,6 +122,10 @@ class CheckItem(pytest.Item):
         strict = gaps_on_pass(self, findings)  # a pass's notes are its gaps (gaps.py)
         if strict is not None:
             raise self._as_xfail_expects(strict)
+        xfail = self.case.xfail_for(self.capture, self.check, self.device)
+        reproductions = self._session.reproductions
+        if xfail is not None and xfail.strict and reproductions is not None:
+            self._xpassed = reproductions.reproduce_xpass(self, xfail, self._seconds_allowed())
 
     def _reproduce(self, error: ExportCheckError) -> None:
         """--exportcheck-repro: a finding's plain-torch script, written and run."""
@@ -251,7 +255,9 @@ class CheckItem(pytest.Item):
         from pytest_exportcheck.spec.versions import passing_xfail_note
 
         xfail = self.case.xfail_for(self.capture, self.check, self.device)
-        return passing_xfail_note(xfail, self.case) if xfail else ""
+        note = passing_xfail_note(xfail, self.case) if xfail else ""
+        told = getattr(self, "_xpassed", None)  # --exportcheck-repro: the xfail's finding
+        return "\n".join(part for part in (note, told) if part)
 
     def _graph_evidence(self, findings: str) -> str:
         from pytest_exportcheck.checks.evidence import graph_excerpt

@@ -30,10 +30,13 @@ from pytest_exportcheck.repro.script import Finding, file_name, write_script
 if TYPE_CHECKING:
     from pytest_exportcheck.containment.failures import ExportCheckError
     from pytest_exportcheck.items.check_items import CheckItem
+    from pytest_exportcheck.spec.case import XfailSpec
 
 REPRODUCTIONS = pytest.StashKey["Reproductions"]()
 NOT_WRITTEN = "no plain reproduction yet"
 NOT_RUN = "not run"
+# An XPASS(strict)'s script, run: the finding its xfail expects is gone, or still shows.
+XPASS_GONE, XPASS_SHOWS = "gone in plain torch too", "still shows in plain torch"
 RAISING = ("capture", "lower")  # kinds whose finding is an exception torch raised
 # Failures that are not findings about the export: no reproduction is owed.
 NOT_FINDINGS = ("case", "eager", "internal", "timeout", "crashed", "?")
@@ -80,6 +83,37 @@ class Reproductions:
         item.set_property("exportcheck_repro_outcome", confirmation.outcome)
         error.reproduction = confirmation.line(path)  # type: ignore[attr-defined]
 
+    def reproduce_xpass(self, item: CheckItem, xfail: XfailSpec, seconds: float) -> str | None:
+        """An XPASS(strict): the script of the finding the xfail expects, run. Not
+        reproduced confirms the pass in plain torch; reproduced says the pass may be
+        the plugin's own error."""
+        stage = xfail.stages[0] if xfail.stages else item.check
+        kind, why = kind_for(item.case, item.capture, item.check, stage)
+        if kind is None:
+            item.set_property("exportcheck_repro_outcome", f"{NOT_WRITTEN}: {why}")
+            return None
+        finding = Finding(
+            nodeid=item.nodeid, case=item.case, capture=item.capture, check=item.check,
+            device=item.device, kind=kind, message=f"the xfail expects: {xfail.reason}",
+            preserved=_preserved(item),
+        )  # fmt: skip
+        path = write_script(finding, self.directory)
+        item.set_property("exportcheck_repro", str(path))
+        if not self.run:
+            item.set_property("exportcheck_repro_outcome", NOT_RUN)
+            return None
+        confirmation = confirm(path, seconds=seconds, cwd=self.cwd)
+        outcome = {NOT_REPRODUCED: XPASS_GONE, REPRODUCED: XPASS_SHOWS}.get(
+            confirmation.outcome, confirmation.outcome
+        )
+        item.set_property("exportcheck_repro_outcome", outcome)
+        if outcome == XPASS_GONE:
+            return f"the xfail's finding is {XPASS_GONE}: {path}"
+        if outcome == XPASS_SHOWS:
+            why = "this pass may be the plugin's own error"
+            return f"the xfail's finding {XPASS_SHOWS}: {why} ({path})"
+        return confirmation.line(path)
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         props = dict(report.user_properties)
         outcome = props.get("exportcheck_repro_outcome")
@@ -99,14 +133,20 @@ class Reproductions:
             f"{counts[NOT_RUN]} not run",
             f"{counts[NOT_WRITTEN]} with {NOT_WRITTEN}",
         ]
+        if counts[XPASS_GONE] or counts[XPASS_SHOWS]:
+            parts.append(
+                f"XPASS(strict): {counts[XPASS_GONE]} {XPASS_GONE}, "
+                f"{counts[XPASS_SHOWS]} {XPASS_SHOWS}"
+            )
         terminalreporter.write_line(
             f"exportcheck reproductions: {len(self.written)} scripts under {self.directory}; "
             f"of {counts.total()} failures, " + ", ".join(parts)
         )
-        if counts[NOT_REPRODUCED]:
+        if counts[NOT_REPRODUCED] or counts[XPASS_SHOWS]:
             terminalreporter.write_line(
-                f"exportcheck: {counts[NOT_REPRODUCED]} verdict(s) not reproduced outside the "
-                "plugin may be the plugin's own error: run their scripts, and report them",
+                f"exportcheck: {counts[NOT_REPRODUCED] + counts[XPASS_SHOWS]} verdict(s) that "
+                "plain torch contradicts may be the plugin's own error: run their scripts, "
+                "and report them",
                 red=True,
             )
 

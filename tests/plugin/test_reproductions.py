@@ -128,6 +128,12 @@ cases:
     model: {target: models.py:Shared}
     inputs: {args: [{shape: [2, 4]}]}
     checks: [hierarchy]
+  passing:
+    description: an xfail its export no longer needs
+    model: {target: models.py:Baked}
+    inputs: {args: [{shape: [2, 4]}]}
+    checks: [parity]
+    xfail: {reason: the capture once refused it, stage: capture}
   named:
     description: a placeholder expected under another name
     model: {target: models.py:Sized}
@@ -196,6 +202,7 @@ def test_each_failure_names_its_script_and_the_verdict_of_its_run(project: tuple
     assert sorted(p.name for p in (root / "repro").iterdir()) == [
         "baked-mutation-export-cpu.py",
         "baked-parity-export-cpu.py",
+        "passing-capture-export-cpu.py",
         "refused-capture-export-cpu.py",
         "shared-hierarchy-export-cpu.py",
         "sized-capture-export-cpu.py",
@@ -210,11 +217,23 @@ def test_a_finding_no_script_covers_yet_is_counted_as_such(project: tuple) -> No
     assert named["repro_outcome"] == (
         "no plain reproduction yet: the signature finding of signature is not written yet"
     )
-    assert "exportcheck reproductions: 5 scripts under " in out, out
+    assert "exportcheck reproductions: 6 scripts under " in out, out
     assert (
-        "of 8 failures, 7 reproduced in plain torch, 0 not reproduced outside the plugin, "
-        "0 reached no verdict, 0 not run, 1 with no plain reproduction yet"
+        "of 9 failures, 7 reproduced in plain torch, 0 not reproduced outside the plugin, "
+        "0 reached no verdict, 0 not run, 1 with no plain reproduction yet, "
+        "XPASS(strict): 1 gone in plain torch too, 0 still shows in plain torch"
     ) in out, out
+
+
+def test_an_xpass_is_confirmed_by_the_script_of_the_finding_its_xfail_expects(
+    project: tuple,
+) -> None:
+    root, _, items = project
+    item = items["cases/main.yaml::passing::parity[export-cpu]"]
+    assert item["outcome"] == "failed" and "[XPASS(strict)]" in item["text"], item
+    assert item["repro"] == str(root / "repro" / "passing-capture-export-cpu.py")
+    assert item["repro_outcome"] == "gone in plain torch too"
+    assert "the xfail's finding is gone in plain torch too: " in item["text"], item["text"]
 
 
 @pytest.mark.parametrize(
@@ -271,7 +290,7 @@ def test_a_verdict_the_plugin_alone_reaches_is_said_loudly(pytester: pytest.Pyte
         [
             "*not reproduced outside the plugin: this verdict may be the plugin's own error*",
             "*of 1 failures, 0 reproduced in plain torch, 1 not reproduced outside the plugin*",
-            "*1 verdict(s) not reproduced outside the plugin may be the plugin's own error*",
+            "*1 verdict(s) that plain torch contradicts may be the plugin's own error*",
         ]
     )
 

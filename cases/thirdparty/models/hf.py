@@ -27,7 +27,33 @@ is needed, so the module tree and state names are transformers' own.
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+from pathlib import Path
+
 import torch
+
+# The name cases/field/zoo.py loads the shim under: one module however it was first loaded.
+_SHIM_NAME = "exportcheck_field_torchvision_cpu"
+_SHIM = Path(__file__).resolve().parents[2] / "field" / "torchvision_cpu.py"
+
+
+def _transformers_importable() -> None:
+    """transformers imports torchvision where it is installed, and torchvision 0.28.0 imports
+    on torch 2.13.0+cpu only through cases/field/torchvision_cpu.py. cases/field/conftest.py
+    loads it for a pytest run; loaded here too, a factory works in any process, such as
+    the plain-torch reproduction ``--exportcheck-repro`` writes (it runs no conftest)."""
+    if importlib.util.find_spec("torchvision") is None or not _SHIM.is_file():
+        return
+    shim = sys.modules.get(_SHIM_NAME)
+    if shim is None:
+        spec = importlib.util.spec_from_file_location(_SHIM_NAME, _SHIM)
+        assert spec is not None and spec.loader is not None
+        shim = importlib.util.module_from_spec(spec)
+        sys.modules[_SHIM_NAME] = shim
+        spec.loader.exec_module(shim)
+    shim.load()
+
 
 VOCAB = 100
 HIDDEN = 32
@@ -36,6 +62,7 @@ LAYERS = 2
 
 def tiny_bert() -> torch.nn.Module:
     """``BertModel``: 2 layers, hidden 32, 4 heads, intermediate 64, absolute positions."""
+    _transformers_importable()
     from transformers import BertConfig, BertModel
 
     config = BertConfig(
@@ -53,6 +80,7 @@ def tiny_bert() -> torch.nn.Module:
 
 def tiny_gpt2() -> torch.nn.Module:
     """``GPT2LMHeadModel``: 2 layers, n_embd 32, 4 heads; lm_head tied to wte."""
+    _transformers_importable()
     from transformers import GPT2Config, GPT2LMHeadModel
 
     config = GPT2Config(
@@ -69,6 +97,7 @@ def tiny_gpt2() -> torch.nn.Module:
 
 def tiny_llama() -> torch.nn.Module:
     """``LlamaForCausalLM``: 2 layers, hidden 32, 4 query / 2 key-value heads, RoPE."""
+    _transformers_importable()
     from transformers import LlamaConfig, LlamaForCausalLM
 
     config = LlamaConfig(
