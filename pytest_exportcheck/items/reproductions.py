@@ -26,6 +26,7 @@ from pytest_exportcheck.repro.confirm import (
 )
 from pytest_exportcheck.repro.kinds import kind_for
 from pytest_exportcheck.repro.script import Finding, file_name, write_script
+from pytest_exportcheck.repro.source import UnwritableTarget
 
 if TYPE_CHECKING:
     from pytest_exportcheck.containment.failures import ExportCheckError
@@ -72,7 +73,11 @@ class Reproductions:
         )  # fmt: skip
         path = self.directory / file_name(finding)
         if path not in self._confirmed:
-            write_script(finding, self.directory)
+            try:
+                write_script(finding, self.directory)
+            except UnwritableTarget as exc:
+                item.set_property("exportcheck_repro_outcome", f"{NOT_WRITTEN}: {exc}")
+                return
         item.set_property("exportcheck_repro", str(path))
         if not self.run:
             item.set_property("exportcheck_repro_outcome", NOT_RUN)
@@ -97,7 +102,11 @@ class Reproductions:
             device=item.device, kind=kind, message=f"the xfail expects: {xfail.reason}",
             preserved=_preserved(item),
         )  # fmt: skip
-        path = write_script(finding, self.directory)
+        try:
+            path = write_script(finding, self.directory)
+        except UnwritableTarget as exc:
+            item.set_property("exportcheck_repro_outcome", f"{NOT_WRITTEN}: {exc}")
+            return None
         item.set_property("exportcheck_repro", str(path))
         if not self.run:
             item.set_property("exportcheck_repro_outcome", NOT_RUN)

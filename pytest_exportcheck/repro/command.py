@@ -19,6 +19,7 @@ from pathlib import Path
 from pytest_exportcheck.recordings.atomic import write_atomically
 from pytest_exportcheck.repro.kinds import kind_for
 from pytest_exportcheck.repro.script import Finding, script_text
+from pytest_exportcheck.repro.source import UnwritableTarget
 from pytest_exportcheck.spec import load_case_file
 from pytest_exportcheck.spec.errors import SpecError
 
@@ -37,10 +38,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     try:
         finding = _finding(args.nodeid, args.report)
-    except (ValueError, OSError, SpecError) as exc:
+        text = script_text(finding)
+    except (ValueError, OSError, SpecError, UnwritableTarget) as exc:
         print(f"python -m pytest_exportcheck repro: {exc}", file=sys.stderr)
         return 2
-    text = script_text(finding)
     if args.output is None:
         sys.stdout.write(text)
     else:

@@ -13,6 +13,7 @@ tensors are the item's bit for bit.
 from __future__ import annotations
 
 import math
+from keyword import iskeyword
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +94,10 @@ def calls(module, inputs, steps, *, eager):
 '''
 
 
+class UnwritableTarget(ValueError):
+    """A target whose names are not Python identifiers: no script can name it."""
+
+
 class Imports:
     """The imports a script's targets need, and the expression naming each target."""
 
@@ -103,6 +108,11 @@ class Imports:
     def target(self, target: str, base_dir: Path) -> str:
         """``file.py:A.B`` → ``file_module.A.B``; ``pkg.mod:A.B`` → ``A.B``, imported."""
         where, _, attr_path = target.rpartition(":")
+        # A file is loaded by its path (any spelling); a module and the attributes are code.
+        module = "" if where.endswith(".py") else where
+        names = [*attr_path.split("."), *(module.split(".") if module else [])]
+        if not all(_plain_name(part) for part in names):
+            raise UnwritableTarget(f"target {target!r} is not a dotted Python name")
         first, _, rest = attr_path.partition(".")
         if where.endswith(".py"):
             path = str((base_dir / where).resolve())
@@ -132,7 +142,7 @@ def model_source(case: Case, imports: Imports) -> str:
     spec = case.model
     factory = imports.target(spec.target, case.base_dir)
     arguments = [constructed(a, case, imports) for a in spec.args]
-    arguments += [f"{k}={constructed(v, case, imports)}" for k, v in spec.kwargs.items()]
+    arguments += [keyword(k, constructed(v, case, imports)) for k, v in spec.kwargs.items()]
     lines = [
         "seed_everything(SEED)",
         f"model = {factory}({', '.join(arguments)})",
@@ -164,7 +174,7 @@ def inputs_source(case: Case, imports: Imports) -> str:
     lines = ["seed_everything(INPUT_SEED)"]
     if "factory" in spec:
         factory = imports.target(spec["factory"], case.base_dir)
-        kwargs = ", ".join(f"{k}={literal(v)}" for k, v in dict(spec.get("kwargs", {})).items())
+        kwargs = ", ".join(keyword(k, literal(v)) for k, v in dict(spec.get("kwargs", {})).items())
         lines.append(f"args, kwargs = {factory}({kwargs})")
         return "\n".join([*lines, "return tuple(args), dict(kwargs)"])
     args = [input_source(v) for v in spec.get("args", [])]
@@ -222,7 +232,7 @@ def constructed(value: Any, case: Case, imports: Imports) -> str:
             factory = imports.target(value["_target_"], case.base_dir)
             parts = [constructed(a, case, imports) for a in value.get("_args_", [])]
             parts += [
-                f"{k}={constructed(v, case, imports)}"
+                keyword(k, constructed(v, case, imports))
                 for k, v in value.items()
                 if k not in ("_target_", "_args_")
             ]
@@ -246,6 +256,17 @@ def literal(value: Any) -> str:
     if isinstance(value, dict):
         return "{" + ", ".join(f"{literal(k)}: {literal(v)}" for k, v in value.items()) + "}"
     return repr(value)
+
+
+def keyword(name: Any, value: str) -> str:
+    """``name=value`` in a call; ``**{'a-b': value}`` where the name is no identifier."""
+    if isinstance(name, str) and _plain_name(name):
+        return f"{name}={value}"
+    return f"**{{{literal(name)}: {value}}}"
+
+
+def _plain_name(text: str) -> bool:
+    return text.isidentifier() and not iskeyword(text)
 
 
 def _identifier(text: str) -> str:

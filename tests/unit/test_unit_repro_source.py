@@ -137,3 +137,22 @@ def test_every_kind_writes_a_script_python_reads(kind: str, check: str, capture:
             message="m", error="RuntimeError",
         )  # fmt: skip
         compile(script_text(finding), "repro.py", "exec")
+
+
+def test_keywords_that_are_no_identifiers_are_passed_by_mapping() -> None:
+    from pytest_exportcheck.repro.source import keyword
+
+    def call(**kwargs: object) -> dict:
+        return kwargs
+
+    text = f"call({keyword('dim', '4')}, {keyword('a-b', '1')}, {keyword('class', '2')})"
+    assert eval(text, {"call": call}) == {"dim": 4, "a-b": 1, "class": 2}
+
+
+@pytest.mark.parametrize("target", ["pkg.mod:Foo; import os", "pkg-x:Foo", "m.py:A.class"])
+def test_a_target_no_script_can_name_is_refused(target: str) -> None:
+    from pytest_exportcheck.repro.source import Imports, UnwritableTarget
+
+    with pytest.raises(UnwritableTarget, match="not a dotted Python name"):
+        Imports().target(target, Path("."))
+    assert Imports().target("../odd-dir/my-models.py:Net", Path("/x")).endswith("_file.Net")
