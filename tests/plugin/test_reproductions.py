@@ -277,11 +277,20 @@ def test_a_verdict_the_plugin_alone_reaches_is_said_loudly(pytester: pytest.Pyte
         "    model: {target: models.py:Sized}\n    inputs: {args: [{shape: [2, 4]}]}\n"
         "    checks: [parity]\n"
     )
+    # Patched for this one in-process run, and put back at its end.
     pytester.makeconftest(
         """
         from pytest_exportcheck.checks import parity
 
-        parity.compare_trees = lambda *args, **kwargs: ["output: broken on purpose"]
+        ORIGINAL = parity.compare_trees
+
+
+        def pytest_configure(config):
+            parity.compare_trees = lambda *args, **kwargs: ["output: broken on purpose"]
+
+
+        def pytest_unconfigure(config):
+            parity.compare_trees = ORIGINAL
         """
     )
     result = pytester.runpytest("--exportcheck", "cases", "--exportcheck-repro=repro")
