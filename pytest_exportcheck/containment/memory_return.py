@@ -53,6 +53,10 @@ class HeapKeeper:
         if not self._frozen:
             gc.freeze()
             self._frozen = True
+            # The baseline growth is measured from: a first walk over everything then
+            # would walk what the process held before (in a test process, every earlier
+            # in-process run's) for no memory.
+            self._resident_after_full = resident_bytes()
 
     def return_freed_memory(self, *, cases_held: bool) -> None:
         """Collect cycles (a model's tensors often sit in one), then trim the heaps."""

@@ -106,3 +106,16 @@ def test_torchs_import_is_frozen_once_before_the_first_model(resident: list[int]
     Node()
     keeper.freeze_imports()
     assert gc.get_freeze_count() == frozen
+
+
+def test_the_import_freeze_is_where_growth_is_measured_from(resident: list[int]) -> None:
+    """A session's first case end walks nothing old: in a test process, a walk over what
+    every earlier in-process run left would cost each run, for no memory."""
+    pinned = _frozen_then_dropped()
+    keeper = HeapKeeper()
+    keeper.freeze_imports()
+    keeper.return_freed_memory(cases_held=False)
+    assert pinned() is not None
+    resident[0] += GROWTH_TO_COLLECT
+    keeper.return_freed_memory(cases_held=False)
+    assert pinned() is None
