@@ -19,3 +19,13 @@ def describe_status(status: int) -> str:
     if os.WIFSIGNALED(status):
         return f"killed by {signal_name(os.WTERMSIG(status))}"
     return f"exit status {os.WEXITSTATUS(status)}"
+
+
+def describe_returncode(returncode: int | None) -> str:
+    """A ``subprocess`` return code (negative: the signal that ended it) as a reader names
+    it; None: not known."""
+    if returncode is None:
+        return "exit status unknown"
+    if returncode < 0:
+        return f"killed by {signal_name(-returncode)}"
+    return f"exit status {returncode}"

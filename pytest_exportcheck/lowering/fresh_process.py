@@ -28,7 +28,6 @@ as such. A result that cannot be read is said the same way, never the run's erro
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
 from dataclasses import dataclass, replace
@@ -37,6 +36,7 @@ from typing import Any
 
 import torch
 
+from pytest_exportcheck.containment.exit_status import describe_returncode
 from pytest_exportcheck.lowering import artifact_cache
 from pytest_exportcheck.lowering.fork_server import ForkServer, can_fork
 from pytest_exportcheck.lowering.fresh_child import CHILD, well_formed
@@ -185,7 +185,7 @@ def _ended(
     last_step = lines[-1] if lines else "load|starting, before torch was imported"
     stage, _, doing = last_step.partition("|")
     if server_ended is None:
-        told = f"{doing} ended the loading process: {_status(returncode)}"
+        told = f"{doing} ended the loading process: {describe_returncode(returncode)}"
     else:
         # The server only waits while a child runs: what ended it is most likely what
         # the child imported (it may have gone on a little before it was taken along).
@@ -193,8 +193,9 @@ def _ended(
         modules = [line.removeprefix(prefix) for line in lines if line.startswith(prefix)]
         after = f" after importing load_imports module {', '.join(modules)}," if modules else ""
         after = "" if last_step.startswith(prefix) else after  # said by "while importing"
+        server = describe_returncode(server_ended)
         told = (
-            f"the fork server that loads programs ended ({_status(server_ended)}){after} "
+            f"the fork server that loads programs ended ({server}){after} "
             f"while {doing}: the loading process went with it (a new server loads the next "
             "item's)"
         )
@@ -217,14 +218,3 @@ def _as_named(text: str, imports: tuple[str, ...]) -> str:
                 continue
             text = text.replace(name, shown)
     return text
-
-
-def _status(returncode: int | None) -> str:
-    if returncode is None:
-        return "exit status unknown"
-    if returncode < 0:
-        try:
-            return f"killed by {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"killed by signal {-returncode}"
-    return f"exit status {returncode}"

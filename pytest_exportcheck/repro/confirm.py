@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_exportcheck.containment.exit_status import signal_name
+from pytest_exportcheck.containment.exit_status import describe_returncode
 
 REPRODUCED, NOT_REPRODUCED, NO_VERDICT = "reproduced", "not reproduced", "no verdict"
 DEFAULT_SECONDS = 600.0  # where the item has no time limit
@@ -79,7 +79,7 @@ def confirm(script: Path, *, seconds: float | None, cwd: Path) -> Confirmation:
     if process.returncode == 0 and _verdict_line(out, "not reproduced"):
         return Confirmation(NOT_REPRODUCED, printed)
     tail = " | ".join(printed.strip().splitlines()[-SHOWN_LINES:])
-    return Confirmation(NO_VERDICT, printed, f"{_ended(process.returncode)}: {tail}")
+    return Confirmation(NO_VERDICT, printed, f"{describe_returncode(process.returncode)}: {tail}")
 
 
 def _verdict_line(printed: str, verdict: str) -> str:
@@ -88,12 +88,6 @@ def _verdict_line(printed: str, verdict: str) -> str:
         if line.startswith(f"{verdict}:"):
             return line
     return ""
-
-
-def _ended(returncode: int) -> str:
-    if returncode < 0:
-        return f"killed by {signal_name(-returncode)}"
-    return f"exit status {returncode}"
 
 
 def _kill_group(process: subprocess.Popen[str]) -> None:
