@@ -16,6 +16,7 @@ import re
 import sys
 from pathlib import Path
 
+from pytest_exportcheck.items.item_names import split_item_name
 from pytest_exportcheck.recordings.atomic import write_atomically
 from pytest_exportcheck.repro.kinds import kind_for
 from pytest_exportcheck.repro.script import Finding, script_text
@@ -53,10 +54,10 @@ def main(args: argparse.Namespace) -> int:
 def _finding(nodeid: str, report: Path | None) -> Finding:
     file, _, rest = nodeid.partition("::")
     name, _, item = rest.partition("::")
-    check, bracket, params = item.partition("[")
-    if not (file and name and bracket and params.endswith("]")):
+    parts = split_item_name(item)  # lowered[aoti-export-cpu] is lowered-aoti's
+    if not (file and name and parts and parts[1]):
         raise ValueError(f"{nodeid!r} is not an item's node id (FILE::CASE::CHECK[CAPTURE-DEVICE])")
-    capture, _, device = params[:-1].rpartition("-")
+    check, capture, device = parts
     loaded = [c for c in load_case_file(Path(file)) if c.name == name]
     if not loaded or loaded[0].case is None:
         why = loaded[0].error if loaded else "no such case"
