@@ -36,9 +36,6 @@ from pytest_exportcheck.spec.compat import moved_unavailable
 if TYPE_CHECKING:
     from pytest_exportcheck.capture.export import ProgramRecord
 
-ENDS = CHAIN_ENDS
-DEFAULT_LABELS = DEFAULT_PROGRAM_LABELS
-
 
 @dataclass(frozen=True)
 class Chain:
@@ -49,13 +46,13 @@ class Chain:
     @classmethod
     def parse(cls, spelling: str) -> Chain:
         *steps, last = spelling.split(">")
-        if last in ENDS:
+        if last in CHAIN_ENDS:
             return cls(spelling, tuple(steps), last)
         return cls(spelling, (*steps, last), "module")
 
     @property
     def label(self) -> str:
-        return DEFAULT_LABELS.get(self.spelling, self.spelling)
+        return DEFAULT_PROGRAM_LABELS.get(self.spelling, self.spelling)
 
     @property
     def devices(self) -> list[str]:
@@ -66,7 +63,7 @@ def chain_runnables(record: ProgramRecord) -> list[Runnable]:
     """One runnable per chain the case names that can run here (see :func:`not_run`)."""
     runnables = []
     for spelling in record.subject.case.programs:
-        if spelling in DEFAULT_LABELS:  # made as they always were (and reused by others)
+        if spelling in DEFAULT_PROGRAM_LABELS:  # made as they always were (and reused by others)
             runnables.append(_default(record, spelling))
             continue
         chain = Chain.parse(spelling)
@@ -80,7 +77,7 @@ def not_run(record: ProgramRecord) -> list[str]:
     """A note per chain the case names that cannot run here, and why."""
     notes = []
     for spelling in record.subject.case.programs:
-        why = None if spelling in DEFAULT_LABELS else _unavailable(Chain.parse(spelling))
+        why = None if spelling in DEFAULT_PROGRAM_LABELS else _unavailable(Chain.parse(spelling))
         if why is not None:
             notes.append(Note(f"program {spelling} not run: {why}"))
     return notes
@@ -95,7 +92,9 @@ def _default(record: ProgramRecord, spelling: str) -> Runnable:
     }[spelling]
     # The decomposed program is compared in parity only (its mutations are what the
     # mutation check reads from it).
-    return Runnable(DEFAULT_LABELS[spelling], lambda: _pair(make()), spelling != "decompose")
+    return Runnable(
+        DEFAULT_PROGRAM_LABELS[spelling], lambda: _pair(make()), spelling != "decompose"
+    )
 
 
 def _pair(module: torch.nn.Module) -> tuple[torch.nn.Module, torch.nn.Module]:

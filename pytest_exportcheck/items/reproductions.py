@@ -60,58 +60,24 @@ class Reproductions:
         if error.stage in NOT_FINDINGS:
             return
         findings = tuple(getattr(error, "findings", ()))
-        kind, why = kind_for(item.case, item.capture, item.check, error.stage, findings)
-        if kind is None:
-            item.set_property("exportcheck_repro_outcome", f"{NOT_WRITTEN}: {why}")
-            return
         cause = error.__cause__
-        finding = Finding(
-            nodeid=item.nodeid, case=item.case, capture=item.capture, check=item.check,
-            device=item.device, kind=kind, message=error.render(),
-            error=type(cause).__name__ if kind in RAISING and cause is not None else None,
-            preserved=_preserved(item),
-        )  # fmt: skip
-        path = self.directory / file_name(finding)
-        if path not in self._confirmed:
-            try:
-                write_script(finding, self.directory)
-            except UnwritableTarget as exc:
-                item.set_property("exportcheck_repro_outcome", f"{NOT_WRITTEN}: {exc}")
-                return
-        item.set_property("exportcheck_repro", str(path))
-        if not self.run:
-            item.set_property("exportcheck_repro_outcome", NOT_RUN)
-            return
-        confirmation = self._confirmed.get(path)
-        if confirmation is None:
-            confirmation = self._confirmed[path] = confirm(path, seconds=seconds, cwd=self.cwd)
-        item.set_property("exportcheck_repro_outcome", confirmation.outcome)
-        error.reproduction = confirmation.line(path)  # type: ignore[attr-defined]
+        raised = type(cause).__name__ if cause is not None else None
+        ran = self._written_and_run(item, error.stage, error.render(), raised, seconds, findings)
+        if ran is not None:
+            path, confirmation = ran
+            item.set_property("exportcheck_repro_outcome", confirmation.outcome)
+            error.reproduction = confirmation.line(path)  # type: ignore[attr-defined]
 
     def reproduce_xpass(self, item: CheckItem, xfail: XfailSpec, seconds: float) -> str | None:
         """An XPASS(strict): the script of the finding the xfail expects, run. Not
         reproduced confirms the pass in plain torch; reproduced says the pass may be
         the plugin's own error."""
         stage = xfail.stages[0] if xfail.stages else item.check
-        kind, why = kind_for(item.case, item.capture, item.check, stage)
-        if kind is None:
-            item.set_property("exportcheck_repro_outcome", f"{NOT_WRITTEN}: {why}")
+        expects = f"the xfail expects: {xfail.reason}"
+        ran = self._written_and_run(item, stage, expects, None, seconds)
+        if ran is None:
             return None
-        finding = Finding(
-            nodeid=item.nodeid, case=item.case, capture=item.capture, check=item.check,
-            device=item.device, kind=kind, message=f"the xfail expects: {xfail.reason}",
-            preserved=_preserved(item),
-        )  # fmt: skip
-        try:
-            path = write_script(finding, self.directory)
-        except UnwritableTarget as exc:
-            item.set_property("exportcheck_repro_outcome", f"{NOT_WRITTEN}: {exc}")
-            return None
-        item.set_property("exportcheck_repro", str(path))
-        if not self.run:
-            item.set_property("exportcheck_repro_outcome", NOT_RUN)
-            return None
-        confirmation = confirm(path, seconds=seconds, cwd=self.cwd)
+        path, confirmation = ran
         outcome = {NOT_REPRODUCED: XPASS_GONE, REPRODUCED: XPASS_SHOWS}.get(
             confirmation.outcome, confirmation.outcome
         )
@@ -122,6 +88,41 @@ class Reproductions:
             why = "this pass may be the plugin's own error"
             return f"the xfail's finding {XPASS_SHOWS}: {why} ({path})"
         return confirmation.line(path)
+
+    def _written_and_run(
+        self,
+        item: CheckItem,
+        stage: str | None,
+        message: str,
+        raised: str | None,
+        seconds: float,
+        findings: tuple[str, ...] = (),
+    ) -> tuple[Path, Confirmation] | None:
+        """The script of ``stage``'s finding, written once per file and run once; None
+        where none is written or run (the item's outcome property then says why)."""
+        kind, why = kind_for(item.case, item.capture, item.check, stage, findings)
+        if kind is None:
+            item.set_property("exportcheck_repro_outcome", f"{NOT_WRITTEN}: {why}")
+            return None
+        finding = Finding(
+            nodeid=item.nodeid, case=item.case, capture=item.capture, check=item.check,
+            device=item.device, kind=kind, message=message,
+            error=raised if kind in RAISING else None, preserved=_preserved(item),
+        )  # fmt: skip
+        path = self.directory / file_name(finding)
+        if path not in self._confirmed:
+            try:
+                write_script(finding, self.directory)
+            except UnwritableTarget as exc:
+                item.set_property("exportcheck_repro_outcome", f"{NOT_WRITTEN}: {exc}")
+                return None
+        item.set_property("exportcheck_repro", str(path))
+        if not self.run:
+            item.set_property("exportcheck_repro_outcome", NOT_RUN)
+            return None
+        if path not in self._confirmed:
+            self._confirmed[path] = confirm(path, seconds=seconds, cwd=self.cwd)
+        return path, self._confirmed[path]
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         props = dict(report.user_properties)

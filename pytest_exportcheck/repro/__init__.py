@@ -9,5 +9,6 @@ together with its header and writes it; ``confirm.py`` runs it in a fresh interp
 bounded in time and memory, and reads its outcome.
 
 Pure text and processes: no torch import here. May import ``spec/``, ``containment/``
-(limits, exit statuses) and ``recordings/`` (atomic writes).
+(limits, exit statuses), ``recordings/`` (atomic writes) and ``items/item_names.py``
+(how a node id names an item; pure, as ``parallel/`` reads it too).
 """

@@ -12,8 +12,6 @@ from __future__ import annotations
 from pytest_exportcheck.spec import Case
 from pytest_exportcheck.spec.case import CHAIN_ENDS, DEFAULT_PROGRAM_LABELS
 
-ENDS = CHAIN_ENDS
-DEFAULT_LABELS = DEFAULT_PROGRAM_LABELS
 STEPS = {
     "decompose": "{program}.run_decompositions()",
     "save": "saved_and_loaded({program})",
@@ -31,7 +29,7 @@ def saved_and_loaded(program):
 
 
 def label(spelling: str) -> str:
-    return DEFAULT_LABELS.get(spelling, spelling)
+    return DEFAULT_PROGRAM_LABELS.get(spelling, spelling)
 
 
 def stateful(spelling: str) -> bool:
@@ -55,8 +53,8 @@ def unwritten(case: Case) -> list[str]:
 def program_source(spelling: str) -> str:
     """An expression making the module ``spelling`` names from ``ep`` (and ``inputs``)."""
     *steps, last = spelling.split(">")
-    end = last if last in ENDS else "module"
-    if last not in ENDS:
+    end = last if last in CHAIN_ENDS else "module"
+    if last not in CHAIN_ENDS:
         steps.append(last)
     program = "copy.deepcopy(ep)"
     for step in steps:
@@ -65,11 +63,11 @@ def program_source(spelling: str) -> str:
 
 
 def programs_source(case: Case, *, only_stateful: bool) -> str:
-    """``PROGRAMS``: (label, a function making the module) for each program the item ran."""
+    """``PROGRAMS``: (label, a function making the module) for each program the item ran
+    (a case with a program :func:`unwritten` names gets no such script: ``kinds.py``)."""
     lines = ["PROGRAMS = ["]
     for spelling in case.programs:
-        moves = any(step.startswith("move:") for step in spelling.split(">"))
-        if moves or (only_stateful and not stateful(spelling)):
+        if only_stateful and not stateful(spelling):
             continue
         lines.append(f"    ({label(spelling)!r}, lambda ep, inputs: {program_source(spelling)}),")
     return "\n".join([*lines, "]"])
