@@ -17,6 +17,7 @@ from pathlib import Path
 
 import childkit
 import pytest
+from reprokit import run_scripts
 
 MODELS = """
 import torch
@@ -143,16 +144,6 @@ cases:
       placeholders: [{name: y, kind: user_input}]
 """
 
-CHECK_IMPORTS = """
-import runpy, sys
-try:
-    runpy.run_path(sys.argv[1], run_name="__main__")
-except SystemExit as exc:
-    status = exc.code
-print("IMPORTED", sorted(m for m in sys.modules if m.split(".")[0] in ("pytest", "pytest_exportcheck", "_pytest")))
-sys.exit(status)
-"""
-
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict]:
@@ -171,14 +162,6 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict]:
     assert done.returncode == 1, done.stdout + done.stderr
     items = {i["nodeid"]: i for i in json.loads((root / "report.json").read_text())["items"]}
     return root, done.stdout, items
-
-
-def _run_script(root: Path, path: Path) -> tuple[int, str]:
-    done = childkit.run(
-        [sys.executable, "-c", CHECK_IMPORTS, str(path)],
-        cwd=root, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    return done.returncode, done.stdout + done.stderr
 
 
 def test_each_failure_names_its_script_and_the_verdict_of_its_run(project: tuple) -> None:
@@ -236,34 +219,33 @@ def test_an_xpass_is_confirmed_by_the_script_of_the_finding_its_xfail_expects(
     assert "the xfail's finding is gone in plain torch too: " in item["text"], item["text"]
 
 
-@pytest.mark.parametrize(
-    ("script", "shown"),
-    [
-        ("refused-capture-export-cpu.py", "reproduced: the capture raised"),
-        ("baked-parity-export-cpu.py", "reproduced: ep.module(), step 2/2"),
-        ("baked-mutation-export-cpu.py", "after step 2/3"),
-        ("sized-capture-export-cpu.py", "reproduced: the capture raised"),
-        ("shared-hierarchy-export-cpu.py", "'enc' and 'dec' are one module in eager but two"),
-    ],
-)
+SHOWN = {
+    "refused-capture-export-cpu.py": "reproduced: the capture raised",
+    "baked-parity-export-cpu.py": "reproduced: ep.module(), step 2/2",
+    "baked-mutation-export-cpu.py": "after step 2/3",
+    "sized-capture-export-cpu.py": "reproduced: the capture raised",
+    "shared-hierarchy-export-cpu.py": "'enc' and 'dec' are one module in eager but two",
+}
+
+
 def test_a_script_shows_the_finding_then_not_once_the_model_is_fixed(
-    project: tuple, tmp_path: Path, script: str, shown: str
+    project: tuple, tmp_path: Path
 ) -> None:
     root, _, _ = project
     copy = tmp_path / "project"
     shutil.copytree(root / "cases", copy / "cases")
     shutil.copytree(root / "repro", copy / "repro")
-    path = copy / "repro" / script
-    # The script names the case's files where it was written: point it at this copy.
-    path.write_text(path.read_text().replace(str(root), str(copy)))
-    status, printed = _run_script(copy, path)
-    assert status == 1, printed
-    assert shown in printed
-    assert "IMPORTED []" in printed, "a reproduction imports neither pytest nor this plugin"
+    paths = [copy / "repro" / name for name in SHOWN]
+    for path in paths:
+        # The script names the case's files where it was written: point it at this copy.
+        path.write_text(path.read_text().replace(str(root), str(copy)))
+    for name, (status, printed) in run_scripts(copy, paths).items():
+        assert status == 1, (name, printed)
+        assert SHOWN[name] in printed, (name, printed)
     (copy / "cases" / "models.py").write_text(FIXED)
-    status, printed = _run_script(copy, path)
-    assert status == 0, printed
-    assert "not reproduced" in printed
+    for name, (status, printed) in run_scripts(copy, paths).items():
+        assert status == 0, (name, printed)
+        assert "not reproduced" in printed, (name, printed)
 
 
 @pytest.mark.quick  # the one in-process run that writes and runs a script
@@ -319,7 +301,7 @@ def test_the_command_writes_one_items_script_from_a_report(project: tuple, tmp_p
     text = out.read_text()
     assert "EXPECTED_ERROR = 'GuardOnDataDependentSymNode'" in text, text[:3000]
     assert f"# item:    {nodeid}" in text
-    status, printed = _run_script(root, out)
+    ((status, printed),) = run_scripts(root, [out]).values()
     assert status == 1 and "reproduced: the capture raised" in printed, printed
     unknown = childkit.run(
         [sys.executable, "-m", "pytest_exportcheck", "repro", "cases/main.yaml::nope::parity[export-cpu]"],

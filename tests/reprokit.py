@@ -1,0 +1,53 @@
+"""Running reproduction scripts as a user would, at one interpreter's cost for many.
+
+Each script is its own ``__main__`` (``runpy``), its output and exit status kept
+apart; they share one fresh interpreter, so a test pays torch's import once for
+every script of a project rather than once per script. The plugin's own run of
+each script, in an interpreter of its own, is what the project runs assert
+(``repro_outcome``); these runs add the fixed model and the imports check.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import childkit
+
+# Runs each script given, then prints one JSON line: per script its status and its
+# output, and the modules of pytest or this plugin the interpreter ever imported.
+DRIVER = """
+import contextlib, io, json, runpy, sys
+results = {}
+for path in sys.argv[1:]:
+    out = io.StringIO()
+    status = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        try:
+            runpy.run_path(path, run_name="__main__")
+        except SystemExit as exc:
+            status = exc.code
+    # The case's own modules come from the project: the next script imports them anew.
+    for name in [m for m, mod in sys.modules.items()
+                 if getattr(mod, "__file__", None) and "site-packages" not in mod.__file__
+                 and not mod.__file__.startswith(sys.base_prefix)]:
+        del sys.modules[name]
+    results[path] = [status, out.getvalue()]
+imported = sorted(m for m in sys.modules if m.split(".")[0] in ("pytest", "_pytest", "pytest_exportcheck"))
+print("RESULTS " + json.dumps({"results": results, "imported": imported}))
+"""
+
+
+def run_scripts(root: Path, paths: list[Path], timeout: float = 300) -> dict[str, tuple[int, str]]:
+    """Each script's (exit status, output), run in one fresh interpreter from ``root``.
+    Asserts the interpreter imported neither pytest nor this plugin."""
+    done = childkit.run(
+        [sys.executable, "-c", DRIVER, *map(str, paths)],
+        cwd=root, capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip
+    line = next((x for x in done.stdout.splitlines() if x.startswith("RESULTS ")), None)
+    assert line is not None, done.stdout + done.stderr
+    found = json.loads(line.removeprefix("RESULTS "))
+    assert found["imported"] == [], "a reproduction imports neither pytest nor this plugin"
+    return {Path(p).name: (status, text) for p, (status, text) in found["results"].items()}
