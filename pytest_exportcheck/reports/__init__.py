@@ -10,6 +10,7 @@ need not have loaded.
 * ``json_report.py`` the JSON document, its atomic write, reading a baseline back;
 * ``markdown.py``  the Markdown rendering for CI job summaries;
 * ``markdown_text.py`` user text in Markdown: no HTML, no link;
+* ``repro_outcomes.py`` an item's plain-torch reproduction in words, alike in every report;
 * ``inert_output.py`` under GitHub Actions, no printed line of user text is a command;
 * ``compare_runs.py`` this run against a baseline report;
 * ``gap_summary.py`` passing items whose check verified less than it says, counted;

@@ -8,7 +8,9 @@ annotation stands for one root cause, not for every item that shares it: the ite
 failure stopped (``(full report on ...)``, ``(while running ...)``) and the items that
 failed with the same words at the same line (numbers aside: a worker's name, a size) are
 counted in the first one's text, and
-causes past the cap are summarized in the last annotation.
+causes past the cap are summarized in the last annotation. With ``--exportcheck-repro``
+an annotation also says what the first item's plain-torch reproduction gave, and where
+its script is (``repro_outcomes.py``).
 
 The job summary is the file ``$GITHUB_STEP_SUMMARY`` names: the Markdown report is
 appended to it (GitHub's own convention: each step appends), cut at GitHub's 1 MiB.
@@ -27,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pytest_exportcheck.reports import repro_outcomes
 from pytest_exportcheck.reports.results import FAILING, ItemResult
 
 MODES = ("auto", "on", "off")
@@ -52,6 +55,9 @@ class Cause:
     file: str
     line: int | None
     also: list[str] = field(default_factory=list)
+    # the first item's reproduction script as the annotation names it (annotations() makes
+    # it relative to the checkout); None: its path as the report has it
+    repro: str | None = None
 
     @property
     def title(self) -> str:
@@ -63,6 +69,9 @@ class Cause:
         lines = [self.first.message or "failed"]
         if self.first.where:
             lines.append(f"where: {self.first.where}")
+        told = repro_outcomes.line(self.repro or self.first.repro, self.first.repro_outcome)
+        if told:
+            lines.append(told)
         if self.also:
             shown = ", ".join(self.also[:_SHOWN_ALSO])
             more = (
@@ -168,6 +177,9 @@ def annotations(
     last summarizing the rest) and one warning per stale recording (``(path, text)``)."""
     found = causes(results)
     shown = found if len(found) <= MAX_ERRORS else found[: MAX_ERRORS - 1]
+    for cause in shown:
+        if cause.first.repro:
+            cause.repro = relative_to_workspace(cause.first.repro, root, environ)
     lines = [
         command("error", c.text, file=relative_to_workspace(c.file, root, environ), line=c.line,
                 title=c.title)

@@ -3,6 +3,8 @@
 Ordered for the reader of a red job: totals, the matrix, the failures with
 their headlines, the comparison with the baseline, then what did not run and
 why (n/a and skips, counted by reason), and the expected failures folded away.
+With ``--exportcheck-repro``, the failures and expected failures have a column more:
+what each one's plain-torch reproduction gave, and its script's path.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_exportcheck.reports import gap_summary
+from pytest_exportcheck.reports import gap_summary, repro_outcomes
 from pytest_exportcheck.reports import matrix as matrix_mod
 from pytest_exportcheck.reports import nearest as nearest_mod
 from pytest_exportcheck.reports.compare_runs import Comparison, arrow
@@ -46,6 +48,31 @@ def _head(run: Mapping[str, Any], counts: Mapping[str, int]) -> list[str]:
     return lines
 
 
+def _reproduction(item: Mapping[str, Any]) -> str:
+    """The reproduction's cell: its outcome in words (in bold where plain torch contradicts
+    the verdict) and the script's path."""
+    outcome = item.get("repro_outcome")
+    said = _cell(repro_outcomes.described(outcome))
+    if repro_outcomes.contradicts(outcome):
+        said = f"**{said}**"
+    return f"{said}<br>{_code(item['repro'])}" if item.get("repro") else said
+
+
+def _rule(heading: str) -> str:
+    return "|---" * (heading.count("|") - 1) + "|"
+
+
+def _with_reproductions(
+    items: list[Mapping[str, Any]], head: str, rows: list[str]
+) -> tuple[str, list[str]]:
+    """A table's heading and rows with the reproduction column, where any item has one."""
+    if not any(repro_outcomes.has_reproduction(i) for i in items):
+        return head, rows
+    cells = [_reproduction(i) if repro_outcomes.has_reproduction(i) else "" for i in items]
+    rows = [f"{row} {cell} |" for row, cell in zip(rows, cells, strict=True)]
+    return head + " plain-torch reproduction |", rows
+
+
 def _failures(items: list[Mapping[str, Any]]) -> list[str]:
     failing = [i for i in items if i["outcome"] in FAILING]
     if not failing:
@@ -54,7 +81,16 @@ def _failures(items: list[Mapping[str, Any]]) -> list[str]:
         f"| {_code(i['nodeid'])} | {_cell(i.get('stage'))} | {_cell(i.get('message'))} |"
         for i in failing[:_MAX_LISTED]
     ]
-    head = [f"### Failures ({len(failing)})", "", "| item | stage | message |", "|---|---|---|"]
+    heading, rows = _with_reproductions(failing[:_MAX_LISTED], "| item | stage | message |", rows)
+    head = [f"### Failures ({len(failing)})", ""]
+    contradicted = sum(repro_outcomes.contradicts(i.get("repro_outcome")) for i in failing)
+    if contradicted:
+        head += [
+            f"**{contradicted} verdict(s) that plain torch contradicts may be the plugin's own "
+            "error: run their scripts, and report them.**",
+            "",
+        ]
+    head += [heading, _rule(heading)]
     return ["", *head, *_listed(rows, len(failing), "failures")]
 
 
@@ -132,12 +168,13 @@ def _xfailed(items: list[Mapping[str, Any]]) -> list[str]:
         f"| {_code(i['nodeid'])} | {_cell(i.get('reason'))} | {_cell(i.get('message'))} |"
         for i in xfailed[:_MAX_LISTED]
     ]
+    heading, rows = _with_reproductions(xfailed[:_MAX_LISTED], "| item | reason | message |", rows)
     return [
         "",
         f"<details><summary>Expected failures ({len(xfailed)})</summary>",
         "",
-        "| item | reason | message |",
-        "|---|---|---|",
+        heading,
+        _rule(heading),
         *_listed(rows, len(xfailed), "expected failures"),
         "",
         "</details>",

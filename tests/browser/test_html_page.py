@@ -257,6 +257,51 @@ def test_the_comparison_is_a_view_with_regressions_first(browser: Any, tmp_path:
     assert "[parity] step 1" in find(browser, "#details").text
 
 
+def test_a_reproduction_shows_its_outcome_path_and_copies_its_script(
+    browser: Any, tmp_path: Path
+) -> None:
+    script = f"#!/usr/bin/env python\n# a reproduction\nprint('{HOSTILE}')\n"
+    path = f"/r/{HOSTILE}.py"
+    doc = document(
+        [
+            item("mlp", outcome="failed", message="[parity] differs", repro=path,
+                 repro_outcome="not reproduced"),
+            item("conv", outcome="failed", message="[parity] differs", repro="/r/gone.py",
+                 repro_outcome="reproduced"),
+        ]
+    )  # fmt: skip
+    page = tmp_path / "page.html"
+    page.write_text(render(doc, None, {path: {"text": script}}), encoding="utf-8")
+    open_page(browser, page)
+    assert find(browser, "#contradicted").text == "1 verdict(s) plain torch contradicts"
+    assert len(visible(browser, "#matrix td.c.contradicts")) == 1
+    # The page's own copy, not the machine's clipboard: headless, that is not ours to read.
+    browser.execute_script(
+        "Object.defineProperty(navigator, 'clipboard', {value: {writeText: (text) => {"
+        "window.copiedText = text; return Promise.resolve(); }}});"
+    )
+    find(browser, "#matrix td.c.contradicts").click()
+    said = find(browser, "#details .repro-said.contradicts")
+    assert said.text == (
+        "not reproduced outside the plugin: this verdict may be the plugin's own error"
+    )
+    assert find(browser, "#details .repro-path").text == path
+    find(browser, "#details button.copy").click()
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(browser, 5).until(lambda b: find(b, "#details button.copy").text == "copied")
+    assert browser.execute_script("return window.copiedText") == script
+    find(browser, "#details summary").click()
+    assert find(browser, "#details pre.script").text == script.rstrip("\n")
+    assert browser.execute_script("return document.querySelectorAll('img').length") == 0
+    # a script the page does not hold: named, with no button
+    find(browser, "#matrix td.c:not(.contradicts)").click()
+    details = find(browser, "#details").text
+    assert "reproduced in plain torch\n/r/gone.py\nThe script is not in this page." in details
+    assert visible(browser, "#details button.copy") == []
+    assert severe(browser) == []
+
+
 # -- the corpus's page -------------------------------------------------------------------------
 
 

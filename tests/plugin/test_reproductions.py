@@ -11,6 +11,7 @@ would, before and after its model is fixed.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -156,6 +157,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict]:
         [
             sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--exportcheck",
             "cases", "--exportcheck-repro=repro", "--exportcheck-report=report.json",
+            "--exportcheck-html=page.html",
         ],
         cwd=root, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
@@ -217,6 +219,21 @@ def test_an_xpass_is_confirmed_by_the_script_of_the_finding_its_xfail_expects(
     assert item["repro"] == str(root / "repro" / "passing-capture-export-cpu.py")
     assert item["repro_outcome"] == "gone in plain torch too"
     assert "the xfail's finding is gone in plain torch too: " in item["text"], item["text"]
+
+
+def test_the_markdown_and_the_page_carry_each_reproduction(project: tuple) -> None:
+    root, _, _ = project
+    script = root / "repro" / "baked-parity-export-cpu.py"
+    markdown = (root / "report.md").read_text()
+    assert "| item | stage | message | plain-torch reproduction |" in markdown
+    assert f"| reproduced in plain torch<br>`{script}` |" in markdown
+    page = (root / "page.html").read_text()
+    found = re.search(r'<script type="application/json" id="exportcheck-data">(.*?)</script>',
+                      page, re.S)  # fmt: skip
+    assert found
+    held = json.loads(found.group(1))["scripts"]
+    assert sorted(Path(p).name for p in held) == sorted(p.name for p in (root / "repro").iterdir())
+    assert held[str(script)] == {"text": script.read_text()}
 
 
 SHOWN = {

@@ -57,6 +57,13 @@ def test_the_inputs_stream_is_the_plugins() -> None:
     assert namespace["INPUT_SEED"] == input_seed(12345)
 
 
+def test_a_script_begins_as_the_html_page_knows_a_reproduction_by() -> None:
+    from pytest_exportcheck.reports.html.files import REPRO_SIGNATURE
+
+    text = script_text(_finding(_case(Path("cases/basics.yaml"))))
+    assert text.startswith(f"#!/usr/bin/env python\n{REPRO_SIGNATURE}")
+
+
 HOSTILE = 'bad"""\n::error file=x::owned\r\x00'
 
 

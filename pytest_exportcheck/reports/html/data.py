@@ -15,16 +15,22 @@ from dataclasses import fields
 from typing import Any
 
 from pytest_exportcheck.reports import matrix as matrix_mod
+from pytest_exportcheck.reports import repro_outcomes
 from pytest_exportcheck.reports.results import OUTCOMES, ItemResult
 from pytest_exportcheck.spec.case import LOWERED_CHECKS
 
 _RESULT_FIELDS = tuple(f.name for f in fields(ItemResult))
 
 
-def page_data(doc: Mapping[str, Any], versions: Mapping[str, Any] | None) -> dict[str, Any]:
+def page_data(
+    doc: Mapping[str, Any],
+    versions: Mapping[str, Any] | None,
+    scripts: Mapping[str, Mapping[str, str]] | None = None,
+) -> dict[str, Any]:
     """Everything the page shows. ``versions``: see :func:`versions_view`; None when the
-    case files' recordings were not looked for (the page says so)."""
-    items = list(doc.get("items", []))
+    case files' recordings were not looked for (the page says so). ``scripts``: the
+    reproduction scripts by path (``files.scripts_view``)."""
+    items = [_with_reproduction(item) for item in doc.get("items", [])]
     layout = _layout(items)
     return finite(
         {
@@ -37,8 +43,23 @@ def page_data(doc: Mapping[str, Any], versions: Mapping[str, Any] | None) -> dic
             "versions": versions,
             "outcomes": list(OUTCOMES),
             "symbols": matrix_mod.SYMBOLS,
+            "scripts": dict(scripts or {}),
+            "contradicted": sum(bool(item.get("repro_contradicts")) for item in items),
         }
     )
+
+
+def _with_reproduction(item: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The item, with its reproduction's outcome in the reports' words (``repro_said``)
+    and whether plain torch contradicts its verdict, where it has one."""
+    if not repro_outcomes.has_reproduction(item):
+        return item
+    outcome = item.get("repro_outcome")
+    return {
+        **item,
+        "repro_said": repro_outcomes.described(outcome),
+        "repro_contradicts": repro_outcomes.contradicts(outcome),
+    }
 
 
 def _result(item: Mapping[str, Any]) -> ItemResult:

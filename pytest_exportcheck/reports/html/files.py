@@ -1,4 +1,8 @@
-"""The page's file: where it may be written, the recordings it reads, writing it whole.
+"""The page's file: where it may be written, what it reads, writing it whole.
+
+It reads the recordings beside the report's case files (the versions table) and the
+reproduction scripts its items name (``--exportcheck-repro``), whose text the page
+holds for its copy buttons.
 
 Shared by ``--exportcheck-html`` (the report plugin, at session end) and
 ``python -m pytest_exportcheck html`` (a page of any report, merged ones too).
@@ -16,6 +20,11 @@ from pytest_exportcheck.recordings.recording import RecordingError
 from pytest_exportcheck.reports.html.page import MARKER, render
 
 SUFFIXES = (".html", ".htm")
+# A script the page holds: the header every reproduction begins with (repro/script.py).
+# A report may name any file; a page, which is shared, holds only what is a reproduction.
+REPRO_SIGNATURE = "# A plain-torch reproduction of a pytest-exportcheck finding."
+MAX_SCRIPT_BYTES = 256 << 10  # one script; a larger one is named, not held
+MAX_SCRIPTS_BYTES = 8 << 20  # all of a page's scripts: 5,000 items stay one file to open
 
 
 def overwrite_problem(path: Path) -> str | None:
@@ -76,8 +85,44 @@ def versions_view(root: Path, case_files: Iterable[str]) -> dict[str, Any]:
     return view
 
 
+def scripts_view(root: Path, items: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, str]]:
+    """The reproduction scripts the items name (``repro``, relative paths under ``root``):
+    ``{path: {"text": ...}}``, or ``{path: {"missing": why}}`` for one the page does not
+    hold (gone, too large, not a reproduction). Whole scripts or none: a script cut short
+    would not run once copied."""
+    view: dict[str, dict[str, str]] = {}
+    held = 0
+    for name in sorted({str(item["repro"]) for item in items if item.get("repro")}):
+        path = root / name
+        try:
+            if not path.is_file():  # a FIFO or a device would block or never end
+                raise FileNotFoundError(2, "no such file")
+            with path.open("rb") as handle:
+                data = handle.read(MAX_SCRIPT_BYTES + 1)
+        except OSError as exc:
+            why = exc.strerror or exc
+            view[name] = {"missing": f"not readable where this page was made ({why})"}
+            continue
+        text = data.decode("utf-8", errors="replace")
+        if not text.startswith(("#!/usr/bin/env python\n" + REPRO_SIGNATURE, REPRO_SIGNATURE)):
+            view[name] = {"missing": "the file is not a reproduction this plugin wrote"}
+        elif len(data) > MAX_SCRIPT_BYTES:
+            view[name] = {"missing": f"over {MAX_SCRIPT_BYTES >> 10} KiB: open the file"}
+        elif held + len(data) > MAX_SCRIPTS_BYTES:
+            full = f"the page holds {MAX_SCRIPTS_BYTES >> 20} MiB of scripts already"
+            view[name] = {"missing": full}
+        else:
+            held += len(data)
+            view[name] = {"text": text}
+    return view
+
+
 def write_page(path: Path, doc: Mapping[str, Any], root: Path) -> list[str]:
-    """Render ``doc`` (with the versions table of the recordings under ``root``) and
-    write it to ``path`` atomically; the stale temporaries removed on the way."""
-    files = {item.get("file") or "" for item in doc.get("items", [])}
-    return write_atomically(path, render(doc, versions_view(root, files)))
+    """Render ``doc`` (with the versions table of the recordings under ``root`` and the
+    reproduction scripts its items name) and write it to ``path`` atomically; the stale
+    temporaries removed on the way."""
+    items = doc.get("items", [])
+    files = {item.get("file") or "" for item in items}
+    return write_atomically(
+        path, render(doc, versions_view(root, files), scripts_view(root, items))
+    )

@@ -45,7 +45,8 @@ const number = (value) => {
 const FIELDS = ["check", "capture", "device", "stage"];
 const shown = new Set(data.outcomes);
 const haystack = items.map((item) =>
-  [item.nodeid, item.message, item.reason, item.where, item.text, item.tolerance]
+  [item.nodeid, item.message, item.reason, item.where, item.text, item.tolerance,
+    item.repro, item.repro_said]
     .filter(Boolean).join("\n").toLowerCase());
 
 function buildFilters() {
@@ -166,8 +167,10 @@ function buildMatrix() {
         }
         const list = cells[r].get(c), top = list && worst(list.map((i) => items[i]));
         const at = { row: r, column: c };
-        const td = top ? el("td", { className: "c o-" + state(top), dataset: at }, symbol(top))
-          : el("td", { className: "c empty" });
+        // plain torch contradicts a verdict here (repro.js): the cell is ringed
+        const loud = list && list.some((i) => items[i].repro_contradicts) ? " contradicts" : "";
+        const td = top ? el("td", { className: "c o-" + state(top) + loud, dataset: at },
+          symbol(top)) : el("td", { className: "c empty" });
         entry.tds.set(c, td);
         tr.append(td);
       });
@@ -316,6 +319,7 @@ function detailsOf(item) {
     dl.append(el("dt", {}, name), el("dd", {}, pre ? el("pre", {}, value) : value));
   };
   add("outcome", el("span", { className: "pill o-" + state(item) }, label(state(item))));
+  add("reproduction", item.repro_said ? reproductionOf(item) : null);
   add("file", item.file + (item.line ? ":" + item.line : ""));
   add("capture · check · device", [item.capture, item.check, item.device]
     .filter(Boolean).join(" · "));

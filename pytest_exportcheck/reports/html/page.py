@@ -3,7 +3,8 @@
 Jinja2 renders it, for two things we must not hand-roll: autoescaping of every
 value the template prints, and ``tojson``, which writes the data into a
 ``<script type="application/json">`` element with ``<``, ``>``, ``&`` and ``'``
-escaped, so a failure message holding ``</script>`` stays data. The script then
+escaped, so a failure message holding ``</script>`` stays data (a reproduction
+script's text too, held for its copy button). The script then
 puts the data into the page with ``textContent`` only. Nothing is fetched: the
 file must open from a CI artifact, offline.
 """
@@ -24,7 +25,7 @@ from pytest_exportcheck.reports.html.data import page_data
 MARKER = '<meta name="generator" content="pytest-exportcheck html report">'
 _PACKAGE = "pytest_exportcheck.reports.html"
 # One function's body, in this order (page.html.j2 wraps them and calls start()).
-SCRIPTS = ("page.js", "views.js")
+SCRIPTS = ("page.js", "views.js", "repro.js")
 
 
 def _asset(name: str) -> str:
@@ -46,13 +47,18 @@ def _template() -> jinja2.Template:
     return env.get_template("page.html.j2")
 
 
-def render(doc: Mapping[str, Any], versions: Mapping[str, Any] | None = None) -> str:
+def render(
+    doc: Mapping[str, Any],
+    versions: Mapping[str, Any] | None = None,
+    scripts: Mapping[str, Mapping[str, str]] | None = None,
+) -> str:
     """The page of a report document (``--exportcheck-report``'s, or a merged one).
 
     ``versions``: the versions table (``files.versions_view``); None when the case
-    files' recordings were not read, which the page says.
+    files' recordings were not read, which the page says. ``scripts``: the reproduction
+    scripts the items name, by path (``files.scripts_view``), for the copy buttons.
     """
-    data = page_data(doc, versions)
+    data = page_data(doc, versions, scripts)
     run = data["run"]
     title = f"exportcheck: {data['totals'].get('items', 0)} items, torch {run.get('torch')}"
     return _template().render(
