@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from casekit import MLP_CASE, inject, write_cases
 
@@ -10,12 +12,10 @@ def good_file(pytester: pytest.Pytester) -> None:
     write_cases(pytester, MLP_CASE.replace("  mlp:", "  good:"), "cases/good.yaml")
 
 
-def test_malformed_yaml_fails_one_item_and_the_rest_runs(
-    project: pytest.Pytester, dist: list[str]
-) -> None:
+def test_malformed_yaml_fails_one_item_and_the_rest_runs(project: pytest.Pytester) -> None:
     good_file(project)
     write_cases(project, "cases:\n  broken: {description: [unclosed\n", "cases/bad.yaml")
-    result = project.runpytest("--exportcheck", *dist)
+    result = project.runpytest("--exportcheck")
     result.assert_outcomes(passed=5, failed=1)
     result.stdout.fnmatch_lines(
         ["*[[]case[]] cases/bad.yaml:3: invalid YAML: *", "FAILED cases/bad.yaml::load*"]
@@ -23,9 +23,7 @@ def test_malformed_yaml_fails_one_item_and_the_rest_runs(
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
-def test_unknown_key_names_the_line_and_suggests_the_key(
-    project: pytest.Pytester, dist: list[str]
-) -> None:
+def test_unknown_key_names_the_line_and_suggests_the_key(project: pytest.Pytester) -> None:
     write_cases(
         project,
         MLP_CASE
@@ -36,7 +34,7 @@ def test_unknown_key_names_the_line_and_suggests_the_key(
     captrues: [export]
 """,
     )
-    result = project.runpytest("--exportcheck", *dist)
+    result = project.runpytest("--exportcheck")
     result.assert_outcomes(passed=5, failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -46,9 +44,9 @@ def test_unknown_key_names_the_line_and_suggests_the_key(
     )
 
 
-def test_wrong_type_names_the_line(project: pytest.Pytester, dist: list[str]) -> None:
+def test_wrong_type_names_the_line(project: pytest.Pytester) -> None:
     write_cases(project, MLP_CASE.replace("[2, 4]", "[2, four]"))
-    result = project.runpytest("--exportcheck", *dist)
+    result = project.runpytest("--exportcheck")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -57,23 +55,21 @@ def test_wrong_type_names_the_line(project: pytest.Pytester, dist: list[str]) ->
     )
 
 
-def test_duplicate_case_name_is_an_error_not_a_silent_override(
-    project: pytest.Pytester, dist: list[str]
-) -> None:
+def test_duplicate_case_name_is_an_error_not_a_silent_override(project: pytest.Pytester) -> None:
     write_cases(project, MLP_CASE + MLP_CASE.replace("cases:\n", ""))
-    result = project.runpytest("--exportcheck", *dist)
+    result = project.runpytest("--exportcheck")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         ["*cases/main.yaml:7: invalid YAML: *duplicate key 'mlp' (first defined on line 2)*"]
     )
 
 
-def test_unimportable_model_is_a_case_error(project: pytest.Pytester, dist: list[str]) -> None:
+def test_unimportable_model_is_a_case_error(project: pytest.Pytester) -> None:
     good_file(project)
     write_cases(
         project, MLP_CASE.replace("models.py:Mlp", "no_such_pkg.models:Net"), "cases/bad.yaml"
     )
-    result = project.runpytest("--exportcheck", *dist)
+    result = project.runpytest("--exportcheck")
     result.assert_outcomes(passed=5, failed=5)
     result.stdout.fnmatch_lines(
         [
@@ -83,17 +79,61 @@ def test_unimportable_model_is_a_case_error(project: pytest.Pytester, dist: list
     )
 
 
-def test_target_that_is_not_a_module_is_a_case_error(
-    project: pytest.Pytester, dist: list[str]
-) -> None:
+def test_target_that_is_not_a_module_is_a_case_error(project: pytest.Pytester) -> None:
     write_cases(project, MLP_CASE.replace("models.py:Mlp", "models.py:not_a_module"))
-    result = project.runpytest("--exportcheck", *dist)
+    result = project.runpytest("--exportcheck")
     result.assert_outcomes(failed=5)
     result.stdout.fnmatch_lines(
         [
             "*[[]case[]] cases/main.yaml:2: models.py:not_a_module returned a int, not a torch.nn.Module"
         ]
     )
+
+
+# Each bad file of the tests above in one project, and a line its failure prints.
+BAD_FILES = {
+    "bad_yaml": ("cases:\n  broken: {description: [unclosed\n", "invalid YAML: *"),
+    "typo": (
+        MLP_CASE.replace("  mlp:", "  typo:").replace(
+            "models.py:Mlp}", "models.py:Mlp}\n    captrues: [export]"
+        ),
+        "unknown key 'captrues' in cases.typo (did you mean 'captures'?)*",
+    ),
+    "wrong_type": (MLP_CASE.replace("[2, 4]", "[2, four]"), "*'four' is not of type 'integer'"),
+    "duplicate": (MLP_CASE + MLP_CASE.replace("cases:\n", ""), "*duplicate key 'duplicate'*"),
+    "unimportable": (
+        MLP_CASE.replace("models.py:Mlp", "no_such_pkg.models:Net"),
+        "cannot import 'no_such_pkg.models': ModuleNotFoundError: *",
+    ),
+    "not_a_module": (
+        MLP_CASE.replace("models.py:Mlp", "models.py:not_a_module"),
+        "models.py:not_a_module returned a int, not a torch.nn.Module",
+    ),
+    "bad_tensor": (
+        MLP_CASE.replace("{shape: [2, 4]}", "{shape: [2, 4], dtype: int64}"),
+        "init 'randint' needs `high`*",
+    ),
+}
+
+
+def test_under_xdist_each_bad_file_fails_as_in_one_process(project: pytest.Pytester) -> None:
+    """What xdist adds is the hand-over of each failure from worker to controller: one
+    xdist run of every bad file above reports each item as one process does."""
+    good_file(project)
+    for name, (text, _) in BAD_FILES.items():
+        # Case names are the run's, not the file's: each file's its own.
+        write_cases(project, text.replace("  mlp:", f"  {name}:"), f"cases/{name}.yaml")
+    reports = {}
+    for label, args in [("one", ["-p", "no:xdist"]), ("xdist", ["-n", "1"])]:
+        result = project.runpytest("--exportcheck", *args, f"--exportcheck-report={label}.json")
+        assert result.ret == pytest.ExitCode.TESTS_FAILED
+        for name, (_, shown) in BAD_FILES.items():
+            result.stdout.fnmatch_lines([f"*[[]case[]] cases/{name}.yaml:*: {shown}"])
+        doc = json.loads((project.path / f"{label}.json").read_text())
+        reports[label] = {i["nodeid"]: (i["outcome"], i["message"]) for i in doc["items"]}
+    assert reports["xdist"] == reports["one"]
+    # One item for each file refused whole, one per check for the two cases that load.
+    assert sum(outcome == "failed" for outcome, _ in reports["one"].values()) == 5 + 2 * 5
 
 
 def test_eager_forward_that_raises_is_a_case_error_reported_once(project: pytest.Pytester) -> None:
@@ -151,9 +191,9 @@ def test_full_traceback_with_exportcheck_tb_long(project: pytest.Pytester) -> No
     )
 
 
-def test_bad_tensor_spec_is_caught_at_collection(project: pytest.Pytester, dist: list[str]) -> None:
+def test_bad_tensor_spec_is_caught_at_collection(project: pytest.Pytester) -> None:
     write_cases(project, MLP_CASE.replace("{shape: [2, 4]}", "{shape: [2, 4], dtype: int64}"))
-    result = project.runpytest("--exportcheck", *dist)
+    result = project.runpytest("--exportcheck")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*cases/main.yaml:5: init 'randint' needs `high`*"])
 
