@@ -65,10 +65,10 @@ def items(pytester: pytest.Pytester, name: str = "report.json") -> dict[str, dic
 
 
 def test_a_pass_with_gaps_is_counted_in_the_terminal_and_marked_in_the_matrix(
-    project: pytest.Pytester, dist: list[str]
+    project: pytest.Pytester,
 ) -> None:
     write_cases(project, GAPPY)
-    result = run(project, *dist)
+    result = run(project)
     result.assert_outcomes(passed=5)
     result.stdout.fnmatch_lines(
         [
@@ -112,11 +112,9 @@ def test_no_gaps_section_when_every_pass_verified_everything(project: pytest.Pyt
     assert "exportcheck gaps" not in result.stdout.str()
 
 
-def test_minus_r_a_shows_an_items_gaps_under_its_pass(
-    project: pytest.Pytester, dist: list[str]
-) -> None:
+def test_minus_r_a_shows_an_items_gaps_under_its_pass(project: pytest.Pytester) -> None:
     write_cases(project, GAPPY)
-    result = run(project, *dist, "-rA", "-k", "setup")
+    result = run(project, "-rA", "-k", "setup")
     result.stdout.fnmatch_lines(
         [
             "*= PASSES =*",
@@ -128,10 +126,10 @@ def test_minus_r_a_shows_an_items_gaps_under_its_pass(
 
 
 def test_the_json_and_markdown_reports_carry_each_gap_and_their_count(
-    project: pytest.Pytester, dist: list[str]
+    project: pytest.Pytester,
 ) -> None:
     write_cases(project, GAPPY)
-    run(project, *dist, "--exportcheck-report", "report.json")
+    run(project, "--exportcheck-report", "report.json")
     doc = json.loads((project.path / "report.json").read_text())
     assert doc["gaps"] == {"items": 2, "gaps": 2, "by_check": {"hierarchy": 2}}
     found = {item["nodeid"]: item["gaps"] for item in doc["items"]}
@@ -160,9 +158,7 @@ def test_a_report_with_gaps_is_a_valid_baseline(project: pytest.Pytester) -> Non
     result.stdout.fnmatch_lines(["*= exportcheck compare =*", "no changes; 2 unchanged"])
 
 
-def test_a_gap_that_appears_or_goes_between_runs_is_a_change(
-    project: pytest.Pytester, dist: list[str]
-) -> None:
+def test_a_gap_that_appears_or_goes_between_runs_is_a_change(project: pytest.Pytester) -> None:
     # The same case name, first on a model every submodule of which is replayed,
     # then on one whose child eager cannot call alone: both runs pass; only the gap tells
     # them apart.
@@ -170,7 +166,7 @@ def test_a_gap_that_appears_or_goes_between_runs_is_a_change(
     run(project, "--exportcheck-report", "before.json", "-k", "setup")
     write_cases(project, GAPPY)
     result = run(
-        project, *dist, "--exportcheck-compare=before.json", "--exportcheck-report", "after.json",
+        project, "--exportcheck-compare=before.json", "--exportcheck-report", "after.json",
         "-k", "setup",
     )  # fmt: skip
     result.assert_outcomes(passed=2)
@@ -192,11 +188,9 @@ def test_a_gap_that_appears_or_goes_between_runs_is_a_change(
     result.stdout.fnmatch_lines([f"  {INNER_ITEM}  passed", f"      -gap: {INNER_GAP}"])
 
 
-def test_strict_gaps_fails_a_pass_with_gaps_naming_them(
-    project: pytest.Pytester, dist: list[str]
-) -> None:
+def test_strict_gaps_fails_a_pass_with_gaps_naming_them(project: pytest.Pytester) -> None:
     write_cases(project, GAPPY)
-    result = run(project, *dist, "--exportcheck-strict-gaps")
+    result = run(project, "--exportcheck-strict-gaps")
     result.assert_outcomes(passed=3, failed=2)
     result.stdout.fnmatch_lines(
         [
@@ -298,9 +292,7 @@ def test_a_shapes_marker_torch_made_static_is_a_gap_only_where_eager_takes_anoth
     assert "accept it and agree with eager" not in result.stdout.str()
 
 
-def test_the_exportcheck_fixtures_items_carry_their_gaps_too(
-    project: pytest.Pytester, dist: list[str]
-) -> None:
+def test_the_exportcheck_fixtures_items_carry_their_gaps_too(project: pytest.Pytester) -> None:
     write_api_test(
         project,
         """
@@ -309,7 +301,7 @@ def test_the_exportcheck_fixtures_items_carry_their_gaps_too(
                         name="setup")
         """,
     )
-    result = run(project, *dist, "test_model.py", "--exportcheck-report", "report.json")
+    result = run(project, "test_model.py", "--exportcheck-report", "report.json")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [
@@ -342,3 +334,71 @@ cases:
     result.assert_outcomes(passed=1)
     result.stdout.no_fnmatch_line("*exportcheck gaps*")
     result.stdout.no_fnmatch_line("*not run alone*")
+
+
+def _gap_lines(lines: list[str]) -> list[str]:
+    """The gaps section, then every gap -rA shows under a pass."""
+    start = next(i for i, line in enumerate(lines) if "= exportcheck gaps =" in line)
+    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("="))
+    # -rA's order is the order items ended in: under xdist, not the collection's.
+    return lines[start:end] + sorted(line for line in lines if line.startswith("hierarchy: "))
+
+
+@pytest.mark.parametrize("strict", [False, True], ids=["gaps", "strict-gaps"])
+def test_under_xdist_every_surface_shows_the_gaps_one_process_shows(
+    project: pytest.Pytester, strict: bool
+) -> None:
+    """What xdist adds is the hand-over of gaps from worker to controller: the terminal
+    section, -rA, the reports and a comparison's changed gaps, the case items' and the
+    fixture's, each as one process gives them."""
+    # The baseline: the same cases on models whose every child is replayed, no gaps.
+    unset = GAPPY.replace("SetsUpChild", "Mlp").replace("SetsUpAttention", "Mlp")
+    write_cases(project, unset)
+    run(project, "cases", "-p", "no:xdist", "--exportcheck-report", "before.json")
+    write_cases(project, GAPPY)
+    write_api_test(
+        project,
+        """
+        def test_counter(exportcheck):
+            exportcheck(model("SetsUpChild"), args=(torch.randn(2, 4),), checks=["hierarchy"],
+                        name="setup")
+        """,
+    )
+    strict_args = ["--exportcheck-strict-gaps"] if strict else []
+    seen = {}
+    for label, args in [("one", ["-p", "no:xdist"]), ("xdist", ["-n", "1"])]:
+        result = run(
+            project, "cases", "test_model.py", *args, *strict_args, "-rA",
+            f"--exportcheck-report={label}.json",
+            "--exportcheck-compare=before.json",
+        )  # fmt: skip
+        doc = json.loads((project.path / f"{label}.json").read_text())
+        markdown = (project.path / f"{label}.md").read_text()
+        seen[label] = (
+            [] if strict else _gap_lines(result.stdout.lines),
+            result.parseoutcomes(),
+            doc["gaps"],
+            {i["nodeid"]: (i["outcome"], i["gaps"], i["message"]) for i in doc["items"]},
+            doc["comparison"]["gaps"],
+            markdown[markdown.find("### Passed with gaps") :].split("\n\n")[0],
+        )
+    assert seen["xdist"] == seen["one"]
+    lines, outcomes, gaps, items, changed, markdown = seen["one"]
+    fixture_item = "test_model.py::test_counter::setup::hierarchy[export-cpu]"
+    if strict:
+        assert outcomes == {"passed": 3, "failed": 3}  # the three with a gap fail
+        assert items[fixture_item][0] == "failed"
+        assert "not verified (--exportcheck-strict-gaps)" in items[fixture_item][2]
+        return
+    assert gaps == {"items": 3, "gaps": 3, "by_check": {"hierarchy": 3}}
+    assert items[fixture_item][1] == [
+        {"check": "hierarchy", "what": "inner not run alone", "why": INNER_GAP[21:]}
+    ]
+    assert f"      {ATTN_GAP}" in lines and f"hierarchy: {INNER_GAP}" in lines
+    assert "3 passing items with 3 gaps (hierarchy 3); " in "\n".join(lines)
+    # The fixture's item is new to the baseline: not a change of gaps.
+    assert sorted(changed) == [
+        "cases/main.yaml::attn::hierarchy[export-cpu]",
+        "cases/main.yaml::setup::hierarchy[export-cpu]",
+    ]
+    assert markdown.startswith("### Passed with gaps: 3 passing items with 3 gaps")
