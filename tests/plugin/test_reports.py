@@ -77,11 +77,9 @@ def items(doc: dict) -> dict[str, dict]:
 # -- the matrix ------------------------------------------------------------------------------
 
 
-def test_the_matrix_has_a_line_per_case_and_a_symbol_per_item(
-    project: pytest.Pytester, dist: list[str]
-) -> None:
+def test_the_matrix_has_a_line_per_case_and_a_symbol_per_item(project: pytest.Pytester) -> None:
     write_cases(project, MIXED)
-    result = run(project, *dist)
+    result = run(project)
     result.stdout.fnmatch_lines(MIXED_MATRIX)
     assert result.stdout.str().count("exportcheck matrix") == 1  # the controller's only
 
@@ -111,11 +109,9 @@ def test_no_matrix_when_no_exportcheck_item_ran(project: pytest.Pytester) -> Non
 # -- the JSON and Markdown reports ------------------------------------------------------------
 
 
-def test_the_json_report_has_every_item_and_the_run(
-    project: pytest.Pytester, dist: list[str]
-) -> None:
+def test_the_json_report_has_every_item_and_the_run(project: pytest.Pytester) -> None:
     write_cases(project, MIXED)
-    run(project, *dist, "--exportcheck-report", "report.json")
+    run(project, "--exportcheck-report", "report.json")
     doc = report(project)
     assert doc["format"] == 1
     assert [i["nodeid"] for i in doc["items"]] == sorted(i["nodeid"] for i in doc["items"])
@@ -212,10 +208,14 @@ def test_recorded_observations_are_in_the_report(project: pytest.Pytester) -> No
     assert item["observation"]["mutations"]["buffers"] == ["count"]
 
 
-def test_xdist_writes_the_report_one_process_writes(project: pytest.Pytester) -> None:
+def test_xdist_writes_the_matrix_and_the_report_one_process_writes(
+    project: pytest.Pytester,
+) -> None:
     write_cases(project, MIXED)
     run(project, "-p", "no:xdist", "--exportcheck-report", "single.json")
-    run(project, "-n", "2", "--exportcheck-report", "parallel.json")
+    result = run(project, "-n", "2", "--exportcheck-report", "parallel.json")
+    result.stdout.fnmatch_lines(MIXED_MATRIX)
+    assert result.stdout.str().count("exportcheck matrix") == 1  # the controller's only
     timings = ("duration", "capture_seconds")
 
     def comparable(name: str) -> list[dict]:
@@ -274,13 +274,11 @@ cases:
 """
 
 
-def test_compare_names_a_regression_with_its_headline(
-    project: pytest.Pytester, dist: list[str]
-) -> None:
+def test_compare_names_a_regression_with_its_headline(project: pytest.Pytester) -> None:
     write_cases(project, MLP_CASE)
     run(project, "--exportcheck-report", "base.json").assert_outcomes(passed=5)
     write_cases(project, WRONG_MODULES)
-    result = run(project, *dist, "--exportcheck-compare", "base.json")
+    result = run(project, "--exportcheck-compare", "base.json")
     result.stdout.fnmatch_lines(
         [
             "*= exportcheck compare =*",
@@ -332,12 +330,10 @@ def test_compare_names_fixes_new_and_removed_items(project: pytest.Pytester) -> 
     )
 
 
-def test_items_a_run_deselects_are_not_run_not_removed(
-    project: pytest.Pytester, dist: list[str]
-) -> None:
+def test_items_a_run_deselects_are_not_run_not_removed(project: pytest.Pytester) -> None:
     write_cases(project, MLP_CASE)
     run(project, "--exportcheck-report", "base.json")
-    result = run(project, *dist, "-k", "parity", "--exportcheck-compare", "base.json")
+    result = run(project, "-k", "parity", "--exportcheck-compare", "base.json")
     result.stdout.fnmatch_lines(
         [
             "no changes; 1 unchanged; 4 baseline items not run here (deselected, or outside "
@@ -348,14 +344,41 @@ def test_items_a_run_deselects_are_not_run_not_removed(
 
 
 def test_items_of_files_a_run_was_not_given_are_not_run_not_removed(
-    project: pytest.Pytester, dist: list[str]
+    project: pytest.Pytester,
 ) -> None:
     write_cases(project, MLP_CASE)
     write_cases(project, MLP_CASE.replace("mlp:", "other:"), "cases/other.yaml")
     run(project, "--exportcheck-report", "base.json")
-    result = run(project, *dist, "cases/main.yaml", "--exportcheck-compare", "base.json")
+    result = run(project, "cases/main.yaml", "--exportcheck-compare", "base.json")
     result.stdout.fnmatch_lines(["no changes; 5 unchanged; 5 baseline items not run here *"])
     result.stdout.no_fnmatch_line("*removed item*")
+
+
+def test_under_xdist_compare_says_what_one_process_says(project: pytest.Pytester) -> None:
+    """The controller compares what its workers ran: a regression with its headline,
+    and items deselected or in files not given counted as not run, not removed."""
+    write_cases(project, MLP_CASE)
+    write_cases(project, MLP_CASE.replace("mlp:", "other:"), "cases/other.yaml")
+    run(project, "--exportcheck-report", "base.json")
+    write_cases(project, WRONG_MODULES)
+    sections = {}
+    for label, args in [("one", ["-p", "no:xdist"]), ("xdist", ["-n", "1"])]:
+        result = run(
+            project, *args, "cases/main.yaml", "-k", "parity or hierarchy",
+            "--exportcheck-compare", "base.json",
+        )  # fmt: skip
+        lines = result.stdout.lines
+        start = next(i for i, line in enumerate(lines) if "= exportcheck compare =" in line)
+        end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("="))
+        sections[label] = lines[start + 3 : end]  # after the baseline's and this run's times
+    assert sections["xdist"] == sections["one"]
+    assert sections["one"][0] == (
+        "1 regression; 1 unchanged; 8 baseline items not run here (deselected, or outside "
+        "the paths given)"
+    )
+    assert sections["one"][2].startswith(
+        "  cases/main.yaml::mlp::hierarchy[export-cpu]  passed -> failed"
+    )
 
 
 def test_compare_diffs_changed_recorded_observations(project: pytest.Pytester) -> None:
