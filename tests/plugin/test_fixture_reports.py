@@ -37,11 +37,11 @@ def items(pytester: pytest.Pytester, name: str) -> dict[str, dict]:
     return {item["nodeid"]: item for item in doc["items"]}
 
 
-def test_fixture_items_are_in_the_matrix_under_their_test_file(
+def test_fixture_items_are_in_the_matrix_and_the_reports_under_their_test_file(
     project: pytest.Pytester, dist: list[str]
 ) -> None:
     write_test(project, TESTS)
-    result = run(project, *dist)
+    result = run(project, *dist, "--exportcheck-report", "report.json")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
         [
@@ -54,13 +54,6 @@ def test_fixture_items_are_in_the_matrix_under_their_test_file(
             "5 items: 4 passed, 1 xfailed",
         ]
     )
-
-
-def test_fixture_items_are_in_the_json_and_markdown_reports(
-    project: pytest.Pytester, dist: list[str]
-) -> None:
-    write_test(project, TESTS)
-    run(project, *dist, "--exportcheck-report", "report.json")
     found = items(project, "report.json")
     assert sorted(found) == [
         f"{COUNTER}::mutation[dynamo-legacy-cpu]",
