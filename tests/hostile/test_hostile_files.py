@@ -13,37 +13,53 @@ ALIAS_BOMB = "cases:\n  bomb: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n
 )
 
 
-@pytest.mark.parametrize(
-    ("text", "refused"),
-    [
-        (
-            ALIAS_BOMB,
-            "cases/bad.yaml:*: invalid YAML: the document expands through its aliases to over "
-            "1000000 values (an alias bomb?)*",
-        ),
-        (
-            "cases: " + "[" * 100 + "]" * 100,
-            "cases/bad.yaml:1: invalid YAML: values nest deeper than 64 levels",
-        ),
-        (
-            "cases: " + "[" * 100000 + "]" * 100000,
-            "cases/bad.yaml: invalid YAML: values nest deeper than 64 levels",
-        ),
-        (
-            "cases: &loop [*loop]",
-            "cases/bad.yaml:1: invalid YAML: an alias refers to a value that contains it",
-        ),
-    ],
-    ids=["alias bomb", "100 levels deep", "100000 levels deep", "self-referencing alias"],
+EXHAUSTING = (
+    (
+        ALIAS_BOMB,
+        "cases/bad.yaml:*: invalid YAML: the document expands through its aliases to over "
+        "1000000 values (an alias bomb?)*",
+    ),
+    (
+        "cases: " + "[" * 100 + "]" * 100,
+        "cases/bad.yaml:1: invalid YAML: values nest deeper than 64 levels",
+    ),
+    (
+        "cases: " + "[" * 100000 + "]" * 100000,
+        "cases/bad.yaml: invalid YAML: values nest deeper than 64 levels",
+    ),
+    (
+        "cases: &loop [*loop]",
+        "cases/bad.yaml:1: invalid YAML: an alias refers to a value that contains it",
+    ),
 )
+IDS = ["alias bomb", "100 levels deep", "100000 levels deep", "self-referencing alias"]
+
+
+@pytest.mark.parametrize(("text", "refused"), EXHAUSTING, ids=IDS)
 def test_a_file_that_would_exhaust_the_loader_is_one_failing_item(
-    hostile: pytest.Pytester, dist: list[str], text: str, refused: str
+    hostile: pytest.Pytester, text: str, refused: str
 ) -> None:
     write_hostile(hostile)
     (hostile.path / "cases" / "bad.yaml").write_text(text)
-    result = hostile.runpytest("--exportcheck", *dist)
+    result = hostile.runpytest("--exportcheck", "-p", "no:xdist")
     result.assert_outcomes(failed=1, passed=1)
     result.stdout.fnmatch_lines([f"[[]case[]] {refused}"])
+
+
+def test_under_xdist_each_such_file_is_one_failing_item_the_controller_reports(
+    hostile: pytest.Pytester,
+) -> None:
+    """Each file is refused on the worker that collects it; its one item, and the good
+    case beside them all, reach the controller: every file in one xdist run."""
+    write_hostile(hostile)
+    for number, (text, _) in enumerate(EXHAUSTING):
+        (hostile.path / "cases" / f"bad{number}.yaml").write_text(text)
+    result = hostile.runpytest("--exportcheck", "-n", "1")
+    result.assert_outcomes(failed=len(EXHAUSTING), passed=1)
+    for number, (_, refused) in enumerate(EXHAUSTING):
+        result.stdout.fnmatch_lines(
+            [f"[[]case[]] {refused.replace('bad.yaml', f'bad{number}.yaml')}"]
+        )
 
 
 def test_a_symlink_loop_named_on_the_command_line_is_a_usage_error(

@@ -9,24 +9,24 @@ from hostilekit import hostile_case, write_hostile
 ITEMS = {"captures": "[export]", "checks": "[signature, parity]"}
 
 
-def leaves(how: str) -> str:
-    return hostile_case("leaves", f"{{target: hostile.py:Leaves, kwargs: {{how: {how}}}}}", **ITEMS)
+def leaves(how: str, name: str = "leaves") -> str:
+    return hostile_case(name, f"{{target: hostile.py:Leaves, kwargs: {{how: {how}}}}}", **ITEMS)
 
 
-@pytest.mark.parametrize(
-    ("how", "shown"),
-    [
-        ("sys.exit", "SystemExit: 3"),
-        ("GeneratorExit", "GeneratorExit: closed"),
-        ("BaseException", "OwnBaseException: a model's own BaseException"),
-        ("unprintable", "Unprintable: <unprintable Unprintable object>"),
-    ],
-)
+EXITS = [
+    ("sys.exit", "SystemExit: 3"),
+    ("GeneratorExit", "GeneratorExit: closed"),
+    ("BaseException", "OwnBaseException: a model's own BaseException"),
+    ("unprintable", "Unprintable: <unprintable Unprintable object>"),
+]
+
+
+@pytest.mark.parametrize(("how", "shown"), EXITS)
 def test_an_exit_from_forward_is_the_eager_stages_error_reported_once(
-    hostile: pytest.Pytester, dist: list[str], how: str, shown: str
+    hostile: pytest.Pytester, how: str, shown: str
 ) -> None:
     write_hostile(hostile, leaves(how))
-    result = hostile.runpytest("--exportcheck", *dist)
+    result = hostile.runpytest("--exportcheck", "-p", "no:xdist")
     result.assert_outcomes(failed=2, passed=1)
     assert result.ret == 1
     result.stdout.fnmatch_lines(
@@ -38,6 +38,21 @@ def test_an_exit_from_forward_is_the_eager_stages_error_reported_once(
     )
     # The other item points at the full report; the model is not run again for it.
     result.stdout.fnmatch_lines(["(full report on cases/hostile.yaml::leaves::*)"])
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_under_xdist_each_exit_is_its_own_cases_error_and_the_worker_goes_on(
+    hostile: pytest.Pytester,
+) -> None:
+    """One worker meets every exit above in turn: each fails its own case's items, the
+    worker outlives them all, and the good case after them passes."""
+    write_hostile(hostile, *(leaves(how, f"leaves{n}") for n, (how, _) in enumerate(EXITS)))
+    result = hostile.runpytest("--exportcheck", "-n", "1")
+    result.assert_outcomes(failed=2 * len(EXITS), passed=1)
+    for number, (_, shown) in enumerate(EXITS):
+        result.stdout.fnmatch_lines(
+            [f"[[]eager[]] cases/hostile.yaml:{2 + 6 * number}: the eager forward raised: {shown}"]
+        )
     assert "Traceback" not in result.stdout.str()
 
 
