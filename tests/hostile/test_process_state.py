@@ -11,25 +11,25 @@ import pytest
 from hostilekit import hostile_case, write_hostile
 
 
-def changes(what: str) -> str:
+def changes(what: str, name: str = "changes") -> str:
     target = f"{{target: hostile.py:ChangesProcessState, kwargs: {{what: {what}}}}}"
-    return hostile_case("changes", target, captures="[export]", checks="[signature, parity]")
+    return hostile_case(name, target, captures="[export]", checks="[signature, parity]")
 
 
-@pytest.mark.parametrize(
-    ("what", "named"),
-    [
-        ("dtype", "torch.get_default_dtype(): torch.float32 -> torch.float64"),
-        # Eager runs forward more than once (a second run checks it is deterministic).
-        ("hook", "torch.nn.modules.module._global_forward_hooks: 0 hook(s) -> * (_scale_outputs*)"),
-    ],
-    ids=["default dtype", "global hook"],
-)
+CHANGES = [
+    ("dtype", "torch.get_default_dtype(): torch.float32 -> torch.float64"),
+    # Eager runs forward more than once (a second run checks it is deterministic).
+    ("hook", "torch.nn.modules.module._global_forward_hooks: 0 hook(s) -> * (_scale_outputs*)"),
+]
+CHANGE_IDS = ["default dtype", "global hook"]
+
+
+@pytest.mark.parametrize(("what", "named"), CHANGES, ids=CHANGE_IDS)
 def test_a_leaked_change_fails_every_item_of_its_case_and_no_other(
-    hostile: pytest.Pytester, dist: list[str], what: str, named: str
+    hostile: pytest.Pytester, what: str, named: str
 ) -> None:
     write_hostile(hostile, changes(what))
-    result = hostile.runpytest("--exportcheck", *dist)
+    result = hostile.runpytest("--exportcheck", "-p", "no:xdist")
     result.assert_outcomes(failed=2, passed=1)
     result.stdout.fnmatch_lines(
         [
@@ -37,6 +37,23 @@ def test_a_leaked_change_fails_every_item_of_its_case_and_no_other(
             f"changed: {named} (put back: the cases after it run as they would alone)",
         ]
     )
+
+
+def test_under_xdist_each_leaked_change_is_put_back_before_the_next_case(
+    hostile: pytest.Pytester,
+) -> None:
+    """One worker runs both cases that leak, then the good one: each fails naming its
+    own change only, and the good case passes."""
+    write_hostile(hostile, *(changes(what, f"changes{n}") for n, (what, _) in enumerate(CHANGES)))
+    result = hostile.runpytest("--exportcheck", "-n", "1")
+    result.assert_outcomes(failed=2 * len(CHANGES), passed=1)
+    for number, (_, named) in enumerate(CHANGES):
+        result.stdout.fnmatch_lines(
+            [
+                f"[[]case[]] cases/hostile.yaml:{2 + 6 * number}: the model changed "
+                f"process-wide state and left it changed: {named} (put back: *",
+            ]
+        )
 
 
 INNOCENT = """
