@@ -69,6 +69,8 @@ def kind_for(
     if stage == "signature" == check and capture in EXPORTS:
         why = signature_kind.unwritten(findings)
         return (None, why) if why else (check, "")
+    if stage == check and check in ("shapes", "signature"):  # Dynamo's graphs: another call
+        return None, f"the {check} finding of a {capture} capture is not written yet"
     return None, f"the {stage or check} finding of {check} is not written yet"
 
 

@@ -247,19 +247,28 @@ def at_sizes(model, ep, example, entry):
     programs = [(label, make) for label, make in PROGRAMS if label in entry["programs"]]
     shows = []
     for label, make in programs or PROGRAMS:
-        got, error = run_once(lambda: make(ep, example), inputs)
+        try:
+            program = make(ep, example)
+        except Exception as exc:  # run at no size by the item either
+            told.append(f"  {label}: could not be made: {raised(exc)}")
+            shows.append(False)
+            continue
+        got, error = run_once(lambda: program, inputs)
         if error is not None:
             told.append(f"  {label}: raised {raised(error)}")
             shows.append(claim == "refused" and eager_error is None)
             continue
+        nan = [name for name, b in program.named_buffers()
+               if b.is_floating_point() and not bool(torch.isfinite(b).all())]
+        left = f", and left {', '.join(nan)} NaN" if nan else ""
         if claim == "differs" and eager_error is None:
             message = differs(eager, got)
             what = "computed, as eager" if message is None else "differs from eager:\\n    " + (
                 message.strip().replace("\\n", "\\n    "))
-            told.append(f"  {label}: {what}")
+            told.append(f"  {label}: {what}{left}")
             shows.append(message is not None)
             continue
-        told.append(f"  {label}: computed a result")
+        told.append(f"  {label}: computed a result{left}")
         shows.append(claim == "accepted" or (claim == "eager raised" and eager_error is not None))
     shown = all(shows) if programs else any(shows)
     return shown, "\\n".join(told)

@@ -216,7 +216,7 @@ def test_a_finding_no_script_covers_yet_is_counted_as_such(project: tuple) -> No
     assert named["outcome"] == "failed", named
     assert named["repro"] is None
     assert named["repro_outcome"] == (
-        "no plain reproduction yet: the signature finding of signature is not written yet"
+        "no plain reproduction yet: the signature finding of a dynamo-legacy capture is not written yet"
     )
     assert "exportcheck reproductions: 6 scripts under " in out, out
     assert (
