@@ -64,6 +64,7 @@ def _finding(nodeid: str, report: Path | None) -> Finding:
         raise ValueError(f"{file}: case {name!r}: {why}")
     case = loaded[0].case
     stage, message, error = check, f"(written for {nodeid}, without a run's finding)", None
+    findings: tuple[str, ...] = ()
     if report is not None:
         items = {i["nodeid"]: i for i in json.loads(report.read_text())["items"]}
         if nodeid not in items or not items[nodeid].get("stage"):
@@ -71,12 +72,14 @@ def _finding(nodeid: str, report: Path | None) -> Finding:
         stage, message = items[nodeid]["stage"], items[nodeid].get("text") or ""
         if stage in ("capture", "lower"):
             error = _raised(message)
+        # A check's findings are its message's "- " lines (containment/failures.py).
+        findings = tuple(line[2:] for line in message.splitlines() if line.startswith("- "))
     elif check not in ("parity", "mutation"):
         stage = "capture"
-    kind, why = kind_for(case, capture, check, stage)
+    kind, why = kind_for(case, capture, check, stage, findings)
     if kind is None:
         raise ValueError(f"no plain reproduction yet: {why}")
-    return Finding(nodeid, case, capture, check, device, kind, message, error)
+    return Finding(nodeid, case, capture, check, device, kind, message, error, findings=findings)
 
 
 def _raised(message: str) -> str | None:

@@ -6,13 +6,18 @@
   (``torch.testing.assert_close`` with the case's ``atol`` / ``rtol``);
 - ``mutation``: the mutations the decomposed program records against what one eager
   call changed (parameters, buffers, tensor inputs), ``expect.mutated_buffers``, then
-  outputs, state and inputs of every stateful program after each of the steps.
+  outputs, state and inputs of every stateful program after each of the steps;
+- ``shapes``: the sizes the findings name, eager and each program run there, and the
+  placeholder's dims and ``ep.range_constraints`` (``shapes_kind.py``);
+- ``signature``: ``graph_signature.input_specs`` against the eager model and
+  ``expect.placeholders`` (``signature_kind.py``).
 
 Every other kind has no plain reproduction yet: :func:`kind_for` says why.
 """
 
 from __future__ import annotations
 
+from pytest_exportcheck.repro import shapes_kind, signature_kind
 from pytest_exportcheck.repro.programs import unwritten
 from pytest_exportcheck.spec import Case
 
@@ -36,6 +41,8 @@ def kind_for(
     is about the case's inputs, not a divergence torch could show."""
     if findings and all(f.startswith("vacuous:") for f in findings):
         return None, "a vacuous verdict is about the case's signal, not a divergence"
+    if check == "consistency" == stage:
+        return None, CONSISTENCY_NOT_WRITTEN
     if capture not in CAPTURES:
         return None, f"the {capture} capture is not written yet"
     if stage == "capture":
@@ -53,9 +60,17 @@ def kind_for(
         if others:
             return None, f"the hierarchy finding {others[0][:80]!r} is not written yet"
         return "hierarchy", ""
-    if stage in ("parity", "mutation") and stage == check and capture in EXPORTS:
+    if stage in ("parity", "mutation", "shapes") and stage == check and capture in EXPORTS:
         moved = unwritten(case)
-        return (None, moved[0]) if moved else (check, "")
+        why = moved[0] if moved else None
+        if check == "shapes":
+            why = why or shapes_kind.unwritten(case, findings)
+        return (None, why) if why else (check, "")
+    if stage == "signature" == check and capture in EXPORTS:
+        why = signature_kind.unwritten(findings)
+        return (None, why) if why else (check, "")
+    if stage == check and check in ("shapes", "signature"):  # Dynamo's graphs: another call
+        return None, f"the {check} finding of a {capture} capture is not written yet"
     return None, f"the {stage or check} finding of {check} is not written yet"
 
 
@@ -281,10 +296,19 @@ def lower(ep):
 MAINS = {
     "capture": CAPTURE_MAIN,
     "parity": COMPARE + PARITY_MAIN,
+    "shapes": COMPARE + shapes_kind.SHAPES_MAIN,
+    "signature": signature_kind.SIGNATURE_MAIN,
     "mutation": COMPARE + MUTATION_MAIN,
     "hierarchy": HIERARCHY_MAIN,
     "lower": LOWER_MAIN,
 }
+# What consistency compares is the plugin's own table: each capture's lifted state, mutation
+# records and inputs as its adapter normalizes them (Dynamo's placeholders and records
+# included), side by side; no one plain-torch call shows a row.
+CONSISTENCY_NOT_WRITTEN = (
+    "consistency compares the plugin's normalized summaries of several captures "
+    "(Dynamo's included) side by side: not written in plain torch yet"
+)
 # The hierarchy findings a script shows; the others (call counts, outputs, a
 # submodule run alone) are not written yet.
 HIERARCHY_WRITTEN = (

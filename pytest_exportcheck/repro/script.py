@@ -20,6 +20,8 @@ from pytest_exportcheck.recordings.atomic import write_atomically
 from pytest_exportcheck.repro.dynamic import SHAPES, dims_source
 from pytest_exportcheck.repro.kinds import CAPTURES, LOWERINGS, MAINS
 from pytest_exportcheck.repro.programs import SAVED_AND_LOADED, programs_source
+from pytest_exportcheck.repro.shapes_kind import shapes_source
+from pytest_exportcheck.repro.signature_kind import expected_source
 from pytest_exportcheck.repro.source import HELPERS, Imports, inputs_source, model_source
 from pytest_exportcheck.spec import Case
 
@@ -39,6 +41,7 @@ class Finding:
     message: str  # the failure as the item reported it
     error: str | None = None  # ``capture``: the exception type the capture raised
     preserved: tuple[str, ...] = ()  # the FQNs ``preserve_signatures`` resolved to
+    findings: tuple[str, ...] = ()  # the check's findings (``shapes``: the sizes they name)
 
 
 def file_name(finding: Finding) -> str:
@@ -65,6 +68,14 @@ def script_text(finding: Finding) -> str:
     imports = Imports()
     build_model = model_source(case, imports)
     build_inputs = inputs_source(case, imports)
+    kind_sections = []  # before the imports are read: a kind's own inputs may add some
+    if finding.kind in ("parity", "mutation", "shapes"):
+        stateful = finding.kind == "mutation"
+        kind_sections.append(programs_source(case, only_stateful=stateful))
+    if finding.kind == "shapes":
+        kind_sections.append(shapes_source(case, finding.findings, imports))
+    if finding.kind == "signature":
+        kind_sections.append(expected_source(case, finding.capture))
     parity = case.expect.parity
     steps = case.expect.mutation_steps if finding.kind == "mutation" else parity.steps
     sections = [
@@ -93,8 +104,7 @@ def script_text(finding: Finding) -> str:
     ]
     if finding.kind == "lower":
         sections.append(LOWERINGS[finding.check.removeprefix("lowered-")].strip())
-    if finding.kind in ("parity", "mutation"):
-        sections.append(programs_source(case, only_stateful=finding.kind == "mutation"))
+    sections += kind_sections
     sections += [MAINS[finding.kind].strip(), MAIN_CALL]
     return "\n\n\n".join(s for s in sections if s) + "\n"
 

@@ -141,6 +141,7 @@ cases:
     model: {target: models.py:Sized}
     inputs: {args: [{shape: [2, 4]}]}
     checks: [signature]
+    captures: [dynamo-legacy]
     expect:
       placeholders: [{name: y, kind: user_input}]
 """
@@ -196,11 +197,11 @@ def test_each_failure_names_its_script_and_the_verdict_of_its_run(project: tuple
 
 def test_a_finding_no_script_covers_yet_is_counted_as_such(project: tuple) -> None:
     _, out, items = project
-    named = items["cases/main.yaml::named::signature[export-cpu]"]
+    named = items["cases/main.yaml::named::signature[dynamo-legacy-cpu]"]
     assert named["outcome"] == "failed", named
     assert named["repro"] is None
     assert named["repro_outcome"] == (
-        "no plain reproduction yet: the signature finding of signature is not written yet"
+        "no plain reproduction yet: the signature finding of a dynamo-legacy capture is not written yet"
     )
     assert "exportcheck reproductions: 6 scripts under " in out, out
     assert (

@@ -1,0 +1,220 @@
+"""``--exportcheck-repro=DIR`` for ``shapes`` and ``signature`` findings.
+
+One run of a project holds a model per finding, each broken on purpose: a program that
+bakes the example's batch (its outputs differ from eager's at the other sizes), one
+whose export keeps a guard that refuses a size inside the declared range, one that
+computes a size eager refuses, and a tensor attribute the case expects as a buffer
+(``expect.placeholders``). Each script is then run by itself, as a user would, before
+and after its model is fixed.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import childkit
+import pytest
+
+MODELS = """
+import torch
+from torch import nn
+
+
+class Baked(nn.Module):
+    \"\"\"Scales by the batch in eager, by the example's batch (2) in the program.\"\"\"
+
+    def forward(self, x):
+        if torch.compiler.is_exporting():
+            return x * 2
+        return x * x.shape[0]
+
+
+class Guarded(nn.Module):
+    \"\"\"A guard only the capture sees: the program refuses a batch of 7.\"\"\"
+
+    def forward(self, x):
+        if torch.compiler.is_exporting():
+            torch._check(x.shape[0] % 4 != 3)
+        return x + 1
+
+
+class Lax(nn.Module):
+    \"\"\"Eager refuses a batch of one; the program computes it.\"\"\"
+
+    def forward(self, x):
+        if not torch.compiler.is_exporting() and x.shape[0] == 1:
+            raise ValueError("a batch of one")
+        return x + 1
+
+
+class Scaled(nn.Module):
+    \"\"\"A scale kept as a plain attribute: export lifts it as a constant, not a buffer.\"\"\"
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.scale = torch.ones(4)
+
+    def forward(self, x):
+        return self.lin(x) * self.scale
+"""
+
+FIXED = """
+import torch
+from torch import nn
+
+
+class Baked(nn.Module):
+    def forward(self, x):
+        return x * x.shape[0]
+
+
+class Guarded(nn.Module):
+    def forward(self, x):
+        return x + 1
+
+
+class Lax(nn.Module):
+    def forward(self, x):
+        return x + 1
+
+
+class Scaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.register_buffer("scale", torch.ones(4))
+
+    def forward(self, x):
+        return self.lin(x) * self.scale
+"""
+
+BATCH = """
+    dynamic:
+      dims: {batch: {min: 1, max: 8}}
+      shapes: {"args[0]": {0: batch}}
+"""
+
+CASES = f"""
+cases:
+  baked:
+    description: the example's batch baked in
+    model: {{target: models.py:Baked}}
+    inputs: {{args: [{{shape: [2, 4]}}]}}
+    checks: [shapes]
+{BATCH}
+  guarded:
+    description: a guard that refuses a batch inside the range
+    model: {{target: models.py:Guarded}}
+    inputs: {{args: [{{shape: [2, 4]}}]}}
+    checks: [shapes]
+    captures: [export-strict]
+    dynamic:
+      shapes: {{"args[0]": {{0: {{dynamic: {{min: 1, max: 8}}}}}}}}
+  lax:
+    description: a batch eager refuses
+    model: {{target: models.py:Lax}}
+    inputs: {{args: [{{shape: [2, 4]}}]}}
+    checks: [shapes]
+{BATCH}
+  scaled:
+    description: a scale expected as a buffer
+    model: {{target: models.py:Scaled}}
+    inputs: {{args: [{{shape: [2, 4]}}]}}
+    checks: [signature]
+    expect:
+      placeholders:
+        - {{name: p_lin_weight, kind: parameter, target: lin.weight}}
+        - {{name: p_lin_bias, kind: parameter, target: lin.bias}}
+        - {{name: b_scale, kind: buffer, target: scale}}
+        - {{name: x, kind: user_input}}
+"""
+
+CHECK_IMPORTS = """
+import runpy, sys
+try:
+    runpy.run_path(sys.argv[1], run_name="__main__")
+except SystemExit as exc:
+    status = exc.code
+print("IMPORTED", sorted(m for m in sys.modules if m.split(".")[0] in ("pytest", "pytest_exportcheck", "_pytest")))
+sys.exit(status)
+"""
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict]:
+    """The project, the run's output and its JSON report's items by node id."""
+    root = tmp_path_factory.mktemp("repro-shapes")
+    (root / "cases").mkdir()
+    (root / "cases" / "models.py").write_text(MODELS)
+    (root / "cases" / "main.yaml").write_text(CASES)
+    done = childkit.run(
+        [
+            sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--exportcheck",
+            "cases", "--exportcheck-repro=repro", "--exportcheck-report=report.json",
+        ],
+        cwd=root, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    items = {i["nodeid"]: i for i in json.loads((root / "report.json").read_text())["items"]}
+    return root, done.stdout, items
+
+
+def _run_script(root: Path, path: Path) -> tuple[int, str]:
+    done = childkit.run(
+        [sys.executable, "-c", CHECK_IMPORTS, str(path)],
+        cwd=root, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_each_shapes_and_signature_failure_is_reproduced_by_its_script(project: tuple) -> None:
+    root, out, items = project
+    for nodeid, script in [
+        ("cases/main.yaml::baked::shapes[export-cpu]", "baked-shapes-export-cpu.py"),
+        (
+            "cases/main.yaml::guarded::shapes[export-strict-cpu]",
+            "guarded-shapes-export-strict-cpu.py",
+        ),
+        ("cases/main.yaml::lax::shapes[export-cpu]", "lax-shapes-export-cpu.py"),
+        ("cases/main.yaml::scaled::signature[export-cpu]", "scaled-signature-export-cpu.py"),
+    ]:
+        item = items[nodeid]
+        assert item["outcome"] == "failed", item
+        assert item["repro"] == str(root / "repro" / script)
+        assert item["repro_outcome"] == "reproduced", item
+        assert f"reproduced in plain torch: {root / 'repro' / script}" in item["text"]
+    assert "of 4 failures, 4 reproduced in plain torch, 0 not reproduced" in out, out
+
+
+@pytest.mark.parametrize(
+    ("script", "shown"),
+    [
+        ("baked-shapes-export-cpu.py", "ep.module(): differs from eager:"),
+        ("guarded-shapes-export-strict-cpu.py", "ep.module(): raised AssertionError: Guard failed"),
+        ("lax-shapes-export-cpu.py", "eager: raised ValueError: a batch of one"),
+        ("scaled-signature-export-cpu.py", "c_scale: constant -> scale"),
+    ],
+)
+def test_a_script_shows_the_finding_then_not_once_the_model_is_fixed(
+    project: tuple, tmp_path: Path, script: str, shown: str
+) -> None:
+    root, _, _ = project
+    copy = tmp_path / "project"
+    shutil.copytree(root / "cases", copy / "cases")
+    shutil.copytree(root / "repro", copy / "repro")
+    path = copy / "repro" / script
+    # The script names the case's files where it was written: point it at this copy.
+    path.write_text(path.read_text().replace(str(root), str(copy)))
+    status, printed = _run_script(copy, path)
+    assert status == 1, printed
+    assert any(line.startswith("reproduced: ") for line in printed.splitlines()), printed
+    assert shown in printed, printed
+    assert "IMPORTED []" in printed, "a reproduction imports neither pytest nor this plugin"
+    (copy / "cases" / "models.py").write_text(FIXED)
+    status, printed = _run_script(copy, path)
+    assert status == 0, printed
+    assert "not reproduced" in printed
