@@ -17,6 +17,7 @@ from pathlib import Path
 
 import childkit
 import pytest
+from reprokit import run_scripts
 
 MODELS = """
 import torch
@@ -133,16 +134,6 @@ cases:
         - {{name: x, kind: user_input}}
 """
 
-CHECK_IMPORTS = """
-import runpy, sys
-try:
-    runpy.run_path(sys.argv[1], run_name="__main__")
-except SystemExit as exc:
-    status = exc.code
-print("IMPORTED", sorted(m for m in sys.modules if m.split(".")[0] in ("pytest", "pytest_exportcheck", "_pytest")))
-sys.exit(status)
-"""
-
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict]:
@@ -161,14 +152,6 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict]:
     assert done.returncode == 1, done.stdout + done.stderr
     items = {i["nodeid"]: i for i in json.loads((root / "report.json").read_text())["items"]}
     return root, done.stdout, items
-
-
-def _run_script(root: Path, path: Path) -> tuple[int, str]:
-    done = childkit.run(
-        [sys.executable, "-c", CHECK_IMPORTS, str(path)],
-        cwd=root, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    return done.returncode, done.stdout + done.stderr
 
 
 def test_each_shapes_and_signature_failure_is_reproduced_by_its_script(project: tuple) -> None:
@@ -190,31 +173,30 @@ def test_each_shapes_and_signature_failure_is_reproduced_by_its_script(project: 
     assert "of 4 failures, 4 reproduced in plain torch, 0 not reproduced" in out, out
 
 
-@pytest.mark.parametrize(
-    ("script", "shown"),
-    [
-        ("baked-shapes-export-cpu.py", "ep.module(): differs from eager:"),
-        ("guarded-shapes-export-strict-cpu.py", "ep.module(): raised AssertionError: Guard failed"),
-        ("lax-shapes-export-cpu.py", "eager: raised ValueError: a batch of one"),
-        ("scaled-signature-export-cpu.py", "c_scale: constant -> scale"),
-    ],
-)
+SHOWN = {
+    "baked-shapes-export-cpu.py": "ep.module(): differs from eager:",
+    "guarded-shapes-export-strict-cpu.py": "ep.module(): raised AssertionError: Guard failed",
+    "lax-shapes-export-cpu.py": "eager: raised ValueError: a batch of one",
+    "scaled-signature-export-cpu.py": "c_scale: constant -> scale",
+}
+
+
 def test_a_script_shows_the_finding_then_not_once_the_model_is_fixed(
-    project: tuple, tmp_path: Path, script: str, shown: str
+    project: tuple, tmp_path: Path
 ) -> None:
     root, _, _ = project
     copy = tmp_path / "project"
     shutil.copytree(root / "cases", copy / "cases")
     shutil.copytree(root / "repro", copy / "repro")
-    path = copy / "repro" / script
-    # The script names the case's files where it was written: point it at this copy.
-    path.write_text(path.read_text().replace(str(root), str(copy)))
-    status, printed = _run_script(copy, path)
-    assert status == 1, printed
-    assert any(line.startswith("reproduced: ") for line in printed.splitlines()), printed
-    assert shown in printed, printed
-    assert "IMPORTED []" in printed, "a reproduction imports neither pytest nor this plugin"
+    paths = [copy / "repro" / name for name in SHOWN]
+    for path in paths:
+        # The script names the case's files where it was written: point it at this copy.
+        path.write_text(path.read_text().replace(str(root), str(copy)))
+    for name, (status, printed) in run_scripts(copy, paths).items():
+        assert status == 1, (name, printed)
+        assert any(line.startswith("reproduced: ") for line in printed.splitlines()), printed
+        assert SHOWN[name] in printed, (name, printed)
     (copy / "cases" / "models.py").write_text(FIXED)
-    status, printed = _run_script(copy, path)
-    assert status == 0, printed
-    assert "not reproduced" in printed
+    for name, (status, printed) in run_scripts(copy, paths).items():
+        assert status == 0, (name, printed)
+        assert "not reproduced" in printed, (name, printed)
