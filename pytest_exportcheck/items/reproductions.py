@@ -108,6 +108,7 @@ class Reproductions:
             nodeid=item.nodeid, case=item.case, capture=item.capture, check=item.check,
             device=item.device, kind=kind, message=message,
             error=raised if kind in RAISING else None, preserved=_preserved(item),
+            findings=findings, saved=getattr(getattr(item, "saved", None), "folder", None),
         )  # fmt: skip
         path = self.directory / file_name(finding)
         if path not in self._confirmed:
