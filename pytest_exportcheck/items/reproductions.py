@@ -109,6 +109,7 @@ class Reproductions:
             device=item.device, kind=kind, message=message,
             error=raised if kind in RAISING else None, preserved=_preserved(item),
             findings=tuple(str(f) for f in findings),
+            saved=getattr(getattr(item, "saved", None), "folder", None),
         )  # fmt: skip
         path = self.directory / file_name(finding)
         if path not in self._confirmed:

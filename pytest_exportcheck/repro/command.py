@@ -79,6 +79,8 @@ def _finding(nodeid: str, report: Path | None) -> Finding:
     kind, why = kind_for(case, capture, check, stage, findings)
     if kind is None:
         raise ValueError(f"no plain reproduction yet: {why}")
+    if kind == "loaded":  # the stored program is the run's: its item names the folder
+        raise ValueError("a loaded item's script is written by its run (--exportcheck-repro)")
     return Finding(nodeid, case, capture, check, device, kind, message, error, findings=findings)
 
 

@@ -10,15 +10,24 @@
 - ``shapes``: the sizes the findings name, eager and each program run there, and the
   placeholder's dims and ``ep.range_constraints`` (``shapes_kind.py``);
 - ``signature``: ``graph_signature.input_specs`` against the eager model and
-  ``expect.placeholders`` (``signature_kind.py``).
+  ``expect.placeholders`` (``signature_kind.py``);
+- ``hierarchy`` (``hierarchy_kind.py``), ``mode`` (``mode_kind.py``), ``moved``
+  (``moved_kind.py``), ``loaded`` (``loaded_kind.py``), ``lowered`` (a lowered
+  program's values, ``lowered_kind.py``), ``lower`` (the lowering raised).
 
-Every other kind has no plain reproduction yet: :func:`kind_for` says why.
+Every other finding has no plain reproduction yet: :func:`kind_for` says why.
 """
 
 from __future__ import annotations
 
 from pytest_exportcheck.repro import shapes_kind, signature_kind
-from pytest_exportcheck.repro.programs import unwritten
+from pytest_exportcheck.repro.hierarchy_alone import ALONE, OUTPUTS
+from pytest_exportcheck.repro.hierarchy_calls import CALLS
+from pytest_exportcheck.repro.hierarchy_kind import HIERARCHY_MAIN, TREE, hierarchy_parts
+from pytest_exportcheck.repro.loaded_kind import LOADED_MAIN
+from pytest_exportcheck.repro.lowered_kind import LOWERED_MAIN, lowered_kind
+from pytest_exportcheck.repro.mode_kind import MODE_MAIN
+from pytest_exportcheck.repro.moved_kind import MOVED_MAIN
 from pytest_exportcheck.spec import Case
 
 # The capture calls written in plain torch (``capture/``), on a copy of the model.
@@ -45,26 +54,32 @@ def kind_for(
         return None, CONSISTENCY_NOT_WRITTEN
     if capture not in CAPTURES:
         return None, f"the {capture} capture is not written yet"
+    # moved: the CPU capture, then the move (a failure of either is the item's capture
+    # stage); loaded: a stored program, loaded (``load``) and called (``run``).
+    own_stages = {"moved": ("capture", "moved"), "loaded": ("loaded", "load", "run")}
+    if capture in EXPORTS and stage in own_stages.get(check, ()):
+        return check, ""
     if stage == "capture":
         return "capture", ""
-    if stage == "lower" and check.startswith("lowered-") and capture in EXPORTS:
+    if check.startswith("lowered-") and capture in EXPORTS:
         target = check.removeprefix("lowered-")
-        if target not in LOWERINGS:
-            return None, f"the lowering to {target} is not written yet"
-        return "lower", ""
+        if stage == "lower":
+            if target not in LOWERINGS:
+                return None, f"the lowering to {target} is not written yet"
+            return "lower", ""
+        if stage in (check, "load", "run"):
+            return lowered_kind(target, stage, findings)
     if capture == "dynamo":
         return None, f"the {stage or check} finding of a dynamo capture is not written yet"
     if stage == "hierarchy" == check and capture in EXPORTS:
-        heads = [f.splitlines()[0] for f in findings]
-        others = [h for h in heads if not any(w in h for w in HIERARCHY_WRITTEN)]
-        if others:
-            return None, f"the hierarchy finding {others[0][:80]!r} is not written yet"
+        _, other = hierarchy_parts(findings)
+        if other is not None:
+            return None, f"the hierarchy finding {other[:80]!r} is not written yet"
         return "hierarchy", ""
-    if stage in ("parity", "mutation", "shapes") and stage == check and capture in EXPORTS:
-        moved = unwritten(case)
-        why = moved[0] if moved else None
-        if check == "shapes":
-            why = why or shapes_kind.unwritten(case, findings)
+    if stage == check and check in ("parity", "mutation", "mode") and capture in EXPORTS:
+        return check, ""
+    if stage == "shapes" == check and capture in EXPORTS:
+        why = shapes_kind.unwritten(case, findings)
         return (None, why) if why else (check, "")
     if stage == "signature" == check and capture in EXPORTS:
         why = signature_kind.unwritten(findings)
@@ -98,9 +113,11 @@ LOWER_MAIN = RAISED_MAIN.format(
 
 COMPARE = '''
 def differs(want, got):
-    """torch.testing.assert_close's message, or None when within the case's tolerance."""
+    """torch.testing.assert_close's message, or None when within the case's tolerance
+    (a program called on another device is compared on the CPU, as the item compares it)."""
     try:
-        torch.testing.assert_close(got, want, atol=ATOL, rtol=RTOL, equal_nan=True)
+        torch.testing.assert_close(got, want, atol=ATOL, rtol=RTOL, equal_nan=True,
+                                   check_device=False)
     except (AssertionError, TypeError, ValueError) as exc:
         return str(exc)
     return None
@@ -228,44 +245,6 @@ def _stepped(model, ep, inputs, found):
     return 0
 '''
 
-HIERARCHY_MAIN = '''
-def fqns(module):
-    """Submodule names in order; a later call traced into a graph of its own (``act@1``)
-    is a call of ``act``, not a module, where ``act`` is there too."""
-    named = [name for name, _ in module.named_modules(remove_duplicate=False) if name]
-    base = {n: re.sub(r"@\\d+(?=\\.|$)", "", n) for n in named}
-    return [n for n in named if base[n] == n or base[n] not in named]
-
-
-def main():
-    model, inputs = built()
-    found = []
-    unflat = torch.export.unflatten(capture(model, inputs))
-    expected = EXPECTED_MODULES if EXPECTED_MODULES is not None else fqns(model)
-    if fqns(unflat) != expected:
-        source = "expect.modules" if EXPECTED_MODULES is not None else "the eager module tree"
-        found.append(f"module FQNs after unflatten differ from {source}:\\n"
-                     f"  expected:    {expected}\\n  unflattened: {fqns(unflat)}")
-    eager_mods = dict(model.named_modules(remove_duplicate=False))
-    unflat_mods = dict(unflat.named_modules(remove_duplicate=False))
-    names = [n for n in eager_mods if n and n in unflat_mods]
-    for i, a in enumerate(names):
-        for b in names[i + 1:]:
-            one_in_eager = eager_mods[a] is eager_mods[b]
-            if one_in_eager != (unflat_mods[a] is unflat_mods[b]):
-                how = ("one module in eager but two" if one_in_eager
-                       else "two modules in eager but one")
-                found.append(f"{a!r} and {b!r} are {how} after unflatten")
-    want, got = model.state_dict(), unflat.state_dict()
-    if set(want) - set(got):
-        found.append(f"state_dict keys missing after unflatten: {sorted(set(want) - set(got))}")
-    if found:
-        print("reproduced: " + "\\n".join(found))
-        return 1
-    print("not reproduced: unflatten gives back eager's module names, sharing and state keys")
-    return 0
-'''
-
 # The lowering calls of ``lowering/``, as the items make them.
 LOWERINGS = {
     "aoti": '''
@@ -299,7 +278,11 @@ MAINS = {
     "shapes": COMPARE + shapes_kind.SHAPES_MAIN,
     "signature": signature_kind.SIGNATURE_MAIN,
     "mutation": COMPARE + MUTATION_MAIN,
-    "hierarchy": HIERARCHY_MAIN,
+    "hierarchy": "\n\n".join([COMPARE, TREE, CALLS, OUTPUTS, ALONE, HIERARCHY_MAIN]),
+    "mode": COMPARE + MODE_MAIN,
+    "moved": COMPARE + MOVED_MAIN,
+    "loaded": COMPARE + LOADED_MAIN,
+    "lowered": COMPARE + LOWERED_MAIN,
     "lower": LOWER_MAIN,
 }
 # What consistency compares is the plugin's own table: each capture's lifted state, mutation
@@ -308,12 +291,4 @@ MAINS = {
 CONSISTENCY_NOT_WRITTEN = (
     "consistency compares the plugin's normalized summaries of several captures "
     "(Dynamo's included) side by side: not written in plain torch yet"
-)
-# The hierarchy findings a script shows; the others (call counts, outputs, a
-# submodule run alone) are not written yet.
-HIERARCHY_WRITTEN = (
-    "module FQNs after unflatten differ",
-    "are one module in eager but two",
-    "are two modules in eager but one",
-    "state_dict keys missing after unflatten",
 )

@@ -3,8 +3,9 @@
 Each starts from a private copy of ``ep`` (a program run shares no state with another)
 and applies its steps: ``decompose`` is ``run_decompositions()``, ``save`` a
 ``torch.export.save`` and ``load`` through a file, ``retrace`` a non-strict export of
-``ep.module()``; it ends in ``.module()`` or ``torch.export.unflatten``. A chain that
-moves the program to a device is not written yet: :func:`unwritten` says so.
+``ep.module()`` (with the case's dims, where it has ``dynamic:``), ``move:<device>``
+``move_to_device_pass`` (``moved_kind.py``); it ends in ``.module()`` or
+``torch.export.unflatten``, called with the inputs moved where the chain moved it.
 """
 
 from __future__ import annotations
@@ -15,8 +16,17 @@ from pytest_exportcheck.spec.case import CHAIN_ENDS, DEFAULT_PROGRAM_LABELS
 STEPS = {
     "decompose": "{program}.run_decompositions()",
     "save": "saved_and_loaded({program})",
-    "retrace": "torch.export.export({program}.module(), *cloned(inputs), strict=False)",
+    "retrace": "retraced({program}, inputs)",
 }
+
+RETRACED = '''
+def retraced(program, inputs):
+    """A non-strict export of ``program.module()``, with the case's dims where it has any."""
+    module = program.module()
+    args, kwargs = cloned(inputs)
+    dynamic = dynamic_shapes(module, args, kwargs) if DYNAMIC else None
+    return torch.export.export(module, args, kwargs, strict=False, dynamic_shapes=dynamic)
+'''
 
 SAVED_AND_LOADED = '''
 def saved_and_loaded(program):
@@ -38,33 +48,30 @@ def stateful(spelling: str) -> bool:
     return spelling != "decompose"
 
 
-def unwritten(case: Case) -> list[str]:
-    """The case's programs a script cannot make yet, each with why."""
-    missing = []
-    for spelling in case.programs:
-        steps = spelling.split(">")
-        if any(step.startswith("move:") for step in steps):
-            missing.append(f"program {spelling}: moving a program to a device is not written yet")
-        elif "retrace" in steps and case.dynamic is not None:
-            missing.append(f"program {spelling}: a retrace with dynamic: is not written yet")
-    return missing
-
-
 def program_source(spelling: str) -> str:
     """An expression making the module ``spelling`` names from ``ep`` (and ``inputs``)."""
     *steps, last = spelling.split(">")
     end = last if last in CHAIN_ENDS else "module"
     if last not in CHAIN_ENDS:
         steps.append(last)
-    program = "copy.deepcopy(ep)"
+    program, device = "copy.deepcopy(ep)", None
     for step in steps:
-        program = STEPS[step].format(program=program)
-    return f"torch.export.unflatten({program})" if end == "unflatten" else f"{program}.module()"
+        if step.startswith("move:"):
+            device = step.partition(":")[2]
+            program = f"moved_program({program}, {device!r})"
+        else:
+            program = STEPS[step].format(program=program)
+    made = f"torch.export.unflatten({program})" if end == "unflatten" else f"{program}.module()"
+    return made if device is None else f"called_on({made}, {device!r})"
+
+
+def moves(case: Case) -> bool:
+    """Whether a chain of the case moves its program to a device."""
+    return any(step.startswith("move:") for p in case.programs for step in p.split(">"))
 
 
 def programs_source(case: Case, *, only_stateful: bool) -> str:
-    """``PROGRAMS``: (label, a function making the module) for each program the item ran
-    (a case with a program :func:`unwritten` names gets no such script: ``kinds.py``)."""
+    """``PROGRAMS``: (label, a function making the module) for each program the item ran."""
     lines = ["PROGRAMS = ["]
     for spelling in case.programs:
         if only_stateful and not stateful(spelling):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import json
 import platform
 import re
 from dataclasses import dataclass
@@ -18,8 +19,11 @@ from pathlib import Path
 
 from pytest_exportcheck.recordings.atomic import write_atomically
 from pytest_exportcheck.repro.dynamic import SHAPES, dims_source
+from pytest_exportcheck.repro.hierarchy_kind import hierarchy_parts
 from pytest_exportcheck.repro.kinds import CAPTURES, LOWERINGS, MAINS
-from pytest_exportcheck.repro.programs import SAVED_AND_LOADED, programs_source
+from pytest_exportcheck.repro.lowered_kind import LOADERS
+from pytest_exportcheck.repro.moved_kind import MOVE_HELPERS
+from pytest_exportcheck.repro.programs import RETRACED, SAVED_AND_LOADED, moves, programs_source
 from pytest_exportcheck.repro.shapes_kind import shapes_source
 from pytest_exportcheck.repro.signature_kind import expected_source
 from pytest_exportcheck.repro.source import HELPERS, Imports, inputs_source, model_source
@@ -41,7 +45,9 @@ class Finding:
     message: str  # the failure as the item reported it
     error: str | None = None  # ``capture``: the exception type the capture raised
     preserved: tuple[str, ...] = ()  # the FQNs ``preserve_signatures`` resolved to
-    findings: tuple[str, ...] = ()  # the check's findings (``shapes``: the sizes they name)
+    findings: tuple[str, ...] = ()  # the check's own, where it ran (shapes: the sizes they
+    # name; hierarchy: which parts)
+    saved: Path | None = None  # ``loaded``: the folder of the stored program the item loaded
 
 
 def file_name(finding: Finding) -> str:
@@ -70,6 +76,9 @@ def script_text(finding: Finding) -> str:
     build_inputs = inputs_source(case, imports)
     kind_sections = []  # before the imports are read: a kind's own inputs may add some
     if finding.kind in ("parity", "mutation", "shapes"):
+        if moves(case):  # a chain that moves the program to a device
+            kind_sections.append(MOVE_HELPERS.strip())
+        kind_sections.append(RETRACED.strip())
         stateful = finding.kind == "mutation"
         kind_sections.append(programs_source(case, only_stateful=stateful))
     if finding.kind == "shapes":
@@ -93,6 +102,7 @@ def script_text(finding: Finding) -> str:
                 f"EXPECTED_ERROR = {finding.error!r}  # the exception type the capture raised",
                 f"EXPECTED_BUFFERS = {case.expect.mutated_buffers!r}  # expect.mutated_buffers",
                 f"EXPECTED_MODULES = {case.expect.modules!r}  # expect.modules",
+                *_kind_constants(finding),
             ]
         ),
         HELPERS.strip(),
@@ -102,8 +112,13 @@ def script_text(finding: Finding) -> str:
         _function("build_inputs", build_inputs),
         _capture(finding),
     ]
+    target = finding.check.removeprefix("lowered-")
     if finding.kind == "lower":
-        sections.append(LOWERINGS[finding.check.removeprefix("lowered-")].strip())
+        sections.append(LOWERINGS[target].strip())
+    if finding.kind == "lowered":
+        sections.append(LOADERS[target][0].strip())
+    if finding.kind == "moved":
+        sections.append(MOVE_HELPERS.strip())
     sections += kind_sections
     sections += [MAINS[finding.kind].strip(), MAIN_CALL]
     return "\n\n\n".join(s for s in sections if s) + "\n"
@@ -131,6 +146,33 @@ MAIN_CALL = """if __name__ == "__main__":
         print("not run to its verdict: the reproduction raised (above)")
         status = 2
     sys.exit(status)"""
+
+
+def _kind_constants(finding: Finding) -> list[str]:
+    """The constants one kind's ``main()`` reads."""
+    case = finding.case
+    lines = [f"DYNAMIC = {case.dynamic is not None}  # the case declares dynamic: dims"]
+    if finding.kind == "mode":
+        lines.append(f"EXPECT_SWITCHES = {case.expect.mode_switches!r}  # expect.mode.switches")
+    if finding.kind == "hierarchy":
+        parts, _ = hierarchy_parts(finding.findings)
+        lines.append(f"PARTS = {parts!r}  # what the item's findings compared")
+    if finding.kind == "lowered":
+        target = finding.check.removeprefix("lowered-")
+        lines.append(f"TARGET = {target!r}")
+        lines.append(f"KEEPS_STATE = {LOADERS[target][1]!r}  # it carries state between calls")
+    if finding.kind == "loaded" and finding.saved is not None:
+        lines.append(f"SAVED = {str(finding.saved.resolve())!r}  # the stored program's folder")
+        lines.append(f"SAVED_BY = {_saving_torch(finding.saved)!r}  # the torch that saved it")
+    return lines
+
+
+def _saving_torch(folder: Path) -> str:
+    """The saving torch's version from ``about.json``, else the folder's ``torch-2.9``."""
+    try:
+        return str(json.loads((folder / "about.json").read_text())["torch"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return folder.parent.parent.name.removeprefix("torch-")
 
 
 def _header(finding: Finding) -> str:
