@@ -36,6 +36,10 @@ class ItemResult:
     # How many tensor pairs its check compared at a tolerance (0: no values, so no
     # max_abs_err); None where the check did not run.
     compared: int | None = None
+    # With ``repro=DIR``: its plain-torch script, and what its run said (or why none),
+    # as the JSON report's ``repro`` / ``repro_outcome``.
+    repro: str | None = None
+    repro_outcome: str | None = None
 
     @property
     def gap_texts(self) -> list[str]:

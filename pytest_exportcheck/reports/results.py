@@ -312,6 +312,8 @@ def fixture_results(
                     duration=round(float(item.get("seconds") or 0.0), 4),
                     compared=_int(item.get("compared")),
                     gaps=_gaps(item.get("gaps")) if outcome == "passed" else None,
+                    repro=item.get("repro"),
+                    repro_outcome=item.get("repro_outcome"),
                 )
             )
     return results
