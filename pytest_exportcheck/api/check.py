@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_exportcheck.api.results import ExportCheckFailed, InvalidCase, Report
 from pytest_exportcheck.items.gaps import strict_source
-from pytest_exportcheck.reports.results import API_CALL_PROPERTY
+from pytest_exportcheck.items.item_results import API_CALL_PROPERTY
 
 if TYPE_CHECKING:
     import torch

@@ -12,6 +12,9 @@ from typing import Literal
 from pytest_exportcheck.items.gaps import Gap
 
 Outcome = Literal["passed", "failed", "skipped", "xfailed"]
+# Left on the test's report by each call of the `exportcheck` fixture (api/check.py):
+# that call's items, as `Report.to_json()` (read by reports/ and items/reproductions.py).
+API_CALL_PROPERTY = "exportcheck_api_call"
 
 
 @dataclass(frozen=True)

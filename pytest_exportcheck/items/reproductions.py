@@ -15,6 +15,7 @@ the file its call saved beside them (``repro/given.py``).
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
+from pytest_exportcheck.items.item_results import API_CALL_PROPERTY
 from pytest_exportcheck.repro.confirm import (
     NO_VERDICT,
     NOT_REPRODUCED,
@@ -170,12 +172,20 @@ class Reproductions:
         return path, self._confirmed[path]
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        props = dict(report.user_properties)
-        outcome = props.get("exportcheck_repro_outcome")
-        if outcome is not None and report.when == "call":
-            self.outcomes[outcome.split(":")[0]] += 1
-            if "exportcheck_repro" in props:
-                self.written.add(props["exportcheck_repro"])
+        if report.when != "call":
+            return
+        found = [dict(report.user_properties)]
+        # The `exportcheck` fixture's items (api/check.py): each call's, as JSON.
+        for name, value in report.user_properties:
+            if name == API_CALL_PROPERTY:
+                items = json.loads(value).get("items", [])
+                found += [{f"exportcheck_{k}": v for k, v in item.items()} for item in items]
+        for props in found:
+            outcome = props.get("exportcheck_repro_outcome")
+            if outcome is not None:
+                self.outcomes[outcome.split(":")[0]] += 1
+                if props.get("exportcheck_repro") is not None:
+                    self.written.add(props["exportcheck_repro"])
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if not self.outcomes:

@@ -145,7 +145,13 @@ def test_the_fixture_writes_scripts_under_the_runs_repro_dir(pytester: pytest.Py
         "--exportcheck-repro=repro", "--exportcheck-report=r.json",
     )  # fmt: skip
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*; reproduced in plain torch: *test_counter-*-Baked-parity*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*; reproduced in plain torch: *test_counter-*-Baked-parity*",
+            "exportcheck reproductions: 1 scripts under *; of 1 failures, 1 reproduced in plain "
+            "torch, 0 not reproduced outside the plugin*",
+        ]
+    )
     doc = json.loads((pytester.path / "r.json").read_text())
     (item,) = [i for i in doc["items"] if i["nodeid"].endswith("::Baked::parity[export-cpu]")]
     script = Path(item["repro"])
