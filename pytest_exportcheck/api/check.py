@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_exportcheck.api.results import ExportCheckFailed, InvalidCase, Report
 from pytest_exportcheck.items.gaps import strict_source
-from pytest_exportcheck.reports.results import API_CALL_PROPERTY
+from pytest_exportcheck.items.item_results import API_CALL_PROPERTY
 
 if TYPE_CHECKING:
     import torch
@@ -67,6 +67,8 @@ def check_model(
     lower: Iterable[str] | str | None = None,
     preserve_signatures: Iterable[str] | str | None = None,
     strict_gaps: bool = False,
+    repro: str | os.PathLike[str] | None = None,
+    repro_run: bool = True,
 ) -> Report:
     """Capture ``model`` and run every applicable check, as a YAML case with these keys would.
 
@@ -84,7 +86,12 @@ def check_model(
     ``preserve_signatures`` is the YAML ``preserve_signatures:`` (``["inner"]``:
     submodules whose calling convention the export captures keep);
     ``strict_gaps=True`` fails an item that passed with gaps (what its check did not
-    verify, and why), naming them, as ``--exportcheck-strict-gaps`` does. Returns
+    verify, and why), naming them, as ``--exportcheck-strict-gaps`` does.
+    ``repro=DIR`` writes each failed item's plain-torch script under DIR, as
+    ``--exportcheck-repro`` does, beside ``<script>.pt`` (the model and inputs as given,
+    ``torch.save``'d for the script to load), and runs it (``repro_run=False``: only
+    writes it); its verdict joins the item's message, and the item's ``repro`` /
+    ``repro_outcome`` say where and what. Returns
     the :class:`Report` (``str()`` of it lists each item, and each gap under its pass);
     raises :class:`ExportCheckFailed` if any item failed and :class:`InvalidCase` if
     the arguments are invalid.
@@ -95,6 +102,7 @@ def check_model(
         seed=seed, loss_output=loss_output, name=name, timeout=timeout, xfail=xfail,
         dynamic=dynamic, lower=lower, preserve_signatures=preserve_signatures,
         timeout_source="the timeout argument", strict_gaps=_strict(strict_gaps),
+        repro=repro, repro_run=repro_run,
     )  # fmt: skip
 
 
@@ -102,8 +110,10 @@ def fixture_checker(config: Any, node: Any = None) -> Callable[..., Report]:
     """What the ``exportcheck`` fixture returns: :func:`check_model` as a test uses it.
 
     Three differences, all to behave like the plugin's own items: the time limit
-    defaults to the run's ``--exportcheck-timeout`` / ``exportcheck_timeout``, and
-    ``strict_gaps`` to the run's ``--exportcheck-strict-gaps`` / ``exportcheck_strict_gaps``;
+    defaults to the run's ``--exportcheck-timeout`` / ``exportcheck_timeout``,
+    ``strict_gaps`` to the run's ``--exportcheck-strict-gaps`` / ``exportcheck_strict_gaps``
+    and ``repro`` / ``repro_run`` to ``--exportcheck-repro`` / ``exportcheck_repro`` and
+    ``--exportcheck-repro-run`` / ``exportcheck_repro_run`` (scripts named after the test);
     a call of which nothing ran (every item skipped, e.g. no GPU here) skips
     the test naming why, rather than passing having checked nothing; and each
     call's items are left on the test's report (``node.user_properties``), so
@@ -116,6 +126,9 @@ def fixture_checker(config: Any, node: Any = None) -> Callable[..., Report]:
     except (TypeError, ValueError):
         run_timeout = 0.0
     run_strict = strict_source(config)
+    from pytest_exportcheck.items.option_values import new_reproductions
+
+    run_repro = new_reproductions(config)  # --exportcheck-repro: where, and whether they run
 
     def exportcheck(
         model: torch.nn.Module,
@@ -129,6 +142,11 @@ def fixture_checker(config: Any, node: Any = None) -> Callable[..., Report]:
             options["timeout_source"] = "exportcheck_timeout"
         strict = options.pop("strict_gaps", None)
         options["strict_gaps"] = run_strict if strict is None else _strict(strict)
+        if "repro" not in options and run_repro is not None:
+            options["repro"], options["repro_cwd"] = run_repro.directory, run_repro.cwd
+            options.setdefault("repro_run", run_repro.run)
+        if node is not None:
+            options["call"] = getattr(node, "name", None)
         try:
             report = _check(model, args, kwargs, **options)
         except ExportCheckFailed as failed:
@@ -165,6 +183,10 @@ def _check(
     *,
     timeout_source: str = "the timeout argument",
     strict_gaps: str | None = None,
+    repro: str | os.PathLike[str] | None = None,
+    repro_run: bool = True,
+    repro_cwd: Path | None = None,
+    call: str | None = None,
     **options: Any,
 ) -> Report:
     __tracebackhide__ = True
@@ -187,9 +209,15 @@ def _check(
     case, devices = make_case(model, path=path, line=line, **options)
     inputs = (tuple(args), dict(kwargs or {}))
     explicit_moved = "moved" in _names(options.get("checks") or ())
+    from pytest_exportcheck.api.reproduce import reproductions
+
+    if not isinstance(repro_run, bool):
+        raise TypeError(f"repro_run must be True or False, not {type(repro_run).__name__}")
     run = GivenRun(
         case, model, inputs, devices, case.timeout, timeout_source,
         report_cpu_moved=explicit_moved, strict_gaps=strict_gaps,
+        reproductions=reproductions(repro, repro_run, repro_cwd),
+        call=f"{call or path.stem}-{line}",  # this call's scripts, apart from another's
     )  # fmt: skip
     report = Report(case, tuple(run.run()))
     if report.failed:

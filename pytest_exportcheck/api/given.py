@@ -2,19 +2,22 @@
 
 The items run as :class:`CaseRun` runs them (``case_run.py``); what differs is
 only where the subject comes from: the caller's model and inputs, copied once
-into a :class:`GivenSubject`.
+into a :class:`GivenSubject`; and, with ``repro=DIR``, where a failure's script
+finds them: pickled beside it (``reproduce.py``).
 """
 
 from __future__ import annotations
 
 import torch
 
+from pytest_exportcheck.api import reproduce
 from pytest_exportcheck.containment.failures import CaseError
 from pytest_exportcheck.items.case_run import CaseRun
+from pytest_exportcheck.items.reproductions import Reproductions, RunItem
 from pytest_exportcheck.model.build import BuildError
 from pytest_exportcheck.model.independence import not_independent, shared_with_copy
 from pytest_exportcheck.model.isolation import clone_tree, private_copy, to_device
-from pytest_exportcheck.model.preserved import check_preserved
+from pytest_exportcheck.model.preserved import check_preserved, preserved_names
 from pytest_exportcheck.model.subject import Inputs, Subject, moved_model
 from pytest_exportcheck.spec import Case
 from pytest_exportcheck.spec.semantics import MAX_TENSOR_ELEMENTS
@@ -78,13 +81,25 @@ class GivenRun(CaseRun):
         *,
         report_cpu_moved: bool = False,
         strict_gaps: str | None = None,
+        reproductions: Reproductions | None = None,
+        call: str = "",
     ) -> None:
         super().__init__(
             case, devices, timeout, timeout_source, report_cpu_moved=report_cpu_moved,
-            strict_gaps=strict_gaps,
+            strict_gaps=strict_gaps, reproductions=reproductions,
         )  # fmt: skip
         self.model = model
         self.inputs = inputs
+        self.call = call  # names this call's scripts (its file and line)
 
     def new_subject(self, device: str) -> Subject:
         return GivenSubject(self.case, device, self.model, self.inputs)
+
+    def repro_item(self, name: str, check: str, capture_name: str, device: str) -> RunItem:
+        """A script of this call's loads the caller's model and inputs, as given."""
+        item = super().repro_item(name, check, capture_name, device)
+        item.given = reproduce.given(self.call)
+        item.save = reproduce.saver(self.model, self.inputs)
+        if self.case.preserve_signatures:
+            item.preserved = preserved_names(self.case, self.model)
+        return item

@@ -42,6 +42,12 @@ from pytest_exportcheck.items.item_run import (
     timeout_message,
     unless_expected,
 )
+from pytest_exportcheck.items.reproductions import (
+    Reproductions,
+    RunItem,
+    reproduction_line,
+    with_reproduction,
+)
 from pytest_exportcheck.model.devices import free_memory, is_accelerator
 from pytest_exportcheck.model.isolation import seeded
 from pytest_exportcheck.model.subject import Subject
@@ -66,8 +72,11 @@ class CaseRun:
         *,
         report_cpu_moved: bool = False,
         strict_gaps: str | None = None,
+        reproductions: Reproductions | None = None,
     ) -> None:
         self.case = case
+        # repro=DIR: each finding's plain-torch script, written and run (reproductions.py)
+        self.reproductions = reproductions
         # Which setting makes a gap fail its item, as --exportcheck-strict-gaps does
         # (gaps.py); None: a pass carries its gaps.
         self.strict_gaps = strict_gaps
@@ -83,6 +92,11 @@ class CaseRun:
     def new_subject(self, device: str) -> Subject:
         """The case's model and inputs on ``device``; a raise is the items' case failure."""
         return Subject(self.case, device)
+
+    def repro_item(self, name: str, check: str, capture_name: str, device: str) -> RunItem:
+        """The item as its reproduction sees it (the Python API's adds its given model)."""
+        nodeid = f"{self.case.location}::{self.case.name}::{name}"
+        return RunItem(nodeid, self.case, capture_name, check, device)
 
     def run(self, only: Container[str] | None = None) -> list[ItemResult]:
         """Every item, or those named in ``only`` (the others are left out, not skipped)."""
@@ -114,15 +128,22 @@ class CaseRun:
         max_abs_err = None
         compared: int | None = None  # tensor pairs the check judged (None: it did not run)
         gaps: tuple[dict[str, str], ...] = ()  # a pass's notes (gaps.py)
+        # With repro=DIR: the item as its reproduction saw it, and the verdict's line.
+        repro = RunItem(name, self.case, capture_name, check, device)
+        told: str | None = None
 
         def result(
             outcome: Outcome, message: str = "", headline: str = "", error: Failure | None = None
         ) -> ItemResult:
             seconds = round(time.perf_counter() - started, 4)
             stage_name = "" if error is None else str(getattr(error, "stage", ""))
+            if told and outcome == "failed":
+                message, headline = with_reproduction(message, headline, told)
             return ItemResult(
                 name, check, capture_name, device, outcome, message, headline, seconds,
                 max_abs_err, stage_name, gaps, compared,
+                repro.properties.get("exportcheck_repro"),
+                repro.properties.get("exportcheck_repro_outcome"),
             )  # fmt: skip
 
         if check == "moved" and not is_accelerator(device):
@@ -154,6 +175,10 @@ class CaseRun:
         except NotRunnable as skip:
             return result("skipped", skip.reason)
         except ExportCheckError as error:
+            if self.reproductions is not None and isinstance(error, (CaptureError, CheckFailure)):
+                repro = self.repro_item(name, check, capture_name, device)
+                self.reproductions.reproduce(repro, error, self.timeout)
+                told = reproduction_line(error)
             xfail = self.case.xfail_for(capture_name, check, device)
             error = unless_expected(xfail, error, self.case)
             if xfail is not None and isinstance(error, (CaptureError, CheckFailure)):
@@ -175,7 +200,12 @@ class CaseRun:
         xfail = self.case.xfail_for(capture_name, check, device)
         if xfail is not None and xfail.strict:
             headline = f"[XPASS(strict)] {xfail.reason}"
-            return result("failed", f"{headline}\n{self.case.location}: {name} passed", headline)
+            message = f"{headline}\n{self.case.location}: {name} passed"
+            if self.reproductions is not None:
+                repro = self.repro_item(name, check, capture_name, device)
+                told = self.reproductions.reproduce_xpass(repro, xfail, self.timeout)
+                message += f"\n{told}" if told else ""
+            return result("failed", message, headline)
         return result("passed")
 
     def capture_for(self, name: str, device: str, capture_name: str) -> CaptureRecord:

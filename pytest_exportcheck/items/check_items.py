@@ -220,7 +220,7 @@ class CheckItem(pytest.Item):
             printed_while_capturing,
         )
         from pytest_exportcheck.containment.stages import StageTimeout
-        from pytest_exportcheck.items.reproductions import reproduction_line
+        from pytest_exportcheck.items.reproductions import reproduction_line, with_reproduction
 
         error = excinfo.value
         if not isinstance(error, (ExportCheckError, StageTimeout)):
@@ -246,8 +246,7 @@ class CheckItem(pytest.Item):
         headline = error.headline
         told = reproduction_line(error)
         if told is not None:  # its first line is the headline (failure_text)
-            headline = f"{headline}; {told}"
-            text = "\n".join([headline, *text.splitlines()[1:], told])
+            text, headline = with_reproduction(text, headline, told)
         return FailureRepr(text, headline=headline)
 
     def xpass_note(self) -> str:

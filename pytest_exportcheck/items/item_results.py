@@ -12,6 +12,9 @@ from typing import Literal
 from pytest_exportcheck.items.gaps import Gap
 
 Outcome = Literal["passed", "failed", "skipped", "xfailed"]
+# Left on the test's report by each call of the `exportcheck` fixture (api/check.py):
+# that call's items, as `Report.to_json()` (read by reports/ and items/reproductions.py).
+API_CALL_PROPERTY = "exportcheck_api_call"
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,10 @@ class ItemResult:
     # How many tensor pairs its check compared at a tolerance (0: no values, so no
     # max_abs_err); None where the check did not run.
     compared: int | None = None
+    # With ``repro=DIR``: its plain-torch script, and what its run said (or why none),
+    # as the JSON report's ``repro`` / ``repro_outcome``.
+    repro: str | None = None
+    repro_outcome: str | None = None
 
     @property
     def gap_texts(self) -> list[str]:

@@ -116,8 +116,16 @@ def lowering_targets(config: pytest.Config) -> tuple[str, ...]:
 
 
 def reproductions(config: pytest.Config) -> Reproductions | None:
+    """The run's reproductions, registered for their summary; None where unset."""
+    found = new_reproductions(config)
+    if found is not None:
+        config.pluginmanager.register(found, "exportcheck-reproductions")
+    return found
+
+
+def new_reproductions(config: pytest.Config) -> Reproductions | None:
     """``--exportcheck-repro`` (relative to where pytest was started) or the ini's (to the
-    ini file): the run's reproductions, registered for their summary; None where unset."""
+    ini file), with ``exportcheck_repro_run``: where scripts go, and whether they run."""
     option = config.getoption("exportcheck_repro")
     text = option or config.getini("exportcheck_repro")
     if not text:
@@ -127,6 +135,4 @@ def reproductions(config: pytest.Config) -> Reproductions | None:
         raise pytest.UsageError(f"exportcheck_repro_run must be yes or no, not {run!r}")
     here = config.invocation_params.dir  # where the scripts run, as the items did
     base = config.inipath.parent if not option and config.inipath is not None else here
-    found = Reproductions((base / text).resolve(), run=run == "yes", cwd=here)
-    config.pluginmanager.register(found, "exportcheck-reproductions")
-    return found
+    return Reproductions((base / text).resolve(), run=run == "yes", cwd=here)

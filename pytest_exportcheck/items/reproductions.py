@@ -7,16 +7,24 @@ joins the failure: "reproduced in plain torch: DIR/…py", or, loudly, "not
 reproduced outside the plugin: this verdict may be the plugin's own error". A
 finding no script reproduces yet is counted as such. The counts come from the
 reports, so under xdist the controller sums every worker's.
+
+The Python API's items (``case_run.py``, without pytest) go through the same steps as a
+:class:`RunItem`; a model given from Python has no target, so its scripts load it from
+the file its call saved beside them (``repro/given.py``).
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
+from pytest_exportcheck.items.item_results import API_CALL_PROPERTY
 from pytest_exportcheck.repro.confirm import (
     NO_VERDICT,
     NOT_REPRODUCED,
@@ -24,13 +32,14 @@ from pytest_exportcheck.repro.confirm import (
     Confirmation,
     confirm,
 )
+from pytest_exportcheck.repro.given import SHAPES_NOT_WRITTEN, Given, NotSaved, saved_file
 from pytest_exportcheck.repro.kinds import kind_for
 from pytest_exportcheck.repro.script import Finding, file_name, write_script
 from pytest_exportcheck.repro.source import UnwritableTarget
 
 if TYPE_CHECKING:
     from pytest_exportcheck.containment.failures import ExportCheckError
-    from pytest_exportcheck.items.check_items import CheckItem
+    from pytest_exportcheck.spec import Case
     from pytest_exportcheck.spec.case import XfailSpec
 
 REPRODUCTIONS = pytest.StashKey["Reproductions"]()
@@ -41,6 +50,37 @@ XPASS_GONE, XPASS_SHOWS = "gone in plain torch too", "still shows in plain torch
 RAISING = ("capture", "lower")  # kinds whose finding is an exception torch raised
 # Failures that are not findings about the export: no reproduction is owed.
 NOT_FINDINGS = ("case", "eager", "internal", "timeout", "crashed", "?")
+
+
+class Item(Protocol):
+    """What a reproduction reads of an item: a ``CheckItem``, or a :class:`RunItem`."""
+
+    nodeid: str
+    case: Case
+    capture: str
+    check: str
+    device: str
+
+    def set_property(self, name: str, value: Any) -> None: ...
+
+
+@dataclass
+class RunItem:
+    """An item of a run without pytest (``case_run.py``), as its reproduction sees it."""
+
+    nodeid: str
+    case: Case
+    capture: str
+    check: str
+    device: str
+    preserved: tuple[str, ...] = ()  # the FQNs preserve_signatures resolved to
+    given: Given | None = None  # a model given from Python: its scripts load it
+    # Writes that file, returning where its classes import from; raises NotSaved.
+    save: Callable[[Path], tuple[str, ...]] | None = None
+    properties: dict[str, Any] = field(default_factory=dict)  # exportcheck_repro*
+
+    def set_property(self, name: str, value: Any) -> None:
+        self.properties[name] = value
 
 
 class Reproductions:
@@ -55,7 +95,7 @@ class Reproductions:
         # A capture's failure fails each of its checks: its script runs once.
         self._confirmed: dict[Path, Confirmation] = {}
 
-    def reproduce(self, item: CheckItem, error: ExportCheckError, seconds: float) -> None:
+    def reproduce(self, item: Item, error: ExportCheckError, seconds: float) -> None:
         """Write ``error``'s reproduction and run it; its verdict joins the error."""
         if error.stage in NOT_FINDINGS:
             return
@@ -68,7 +108,7 @@ class Reproductions:
             item.set_property("exportcheck_repro_outcome", confirmation.outcome)
             error.reproduction = confirmation.line(path)  # type: ignore[attr-defined]
 
-    def reproduce_xpass(self, item: CheckItem, xfail: XfailSpec, seconds: float) -> str | None:
+    def reproduce_xpass(self, item: Item, xfail: XfailSpec, seconds: float) -> str | None:
         """An XPASS(strict): the script of the finding the xfail expects, run. Not
         reproduced confirms the pass in plain torch; reproduced says the pass may be
         the plugin's own error."""
@@ -91,7 +131,7 @@ class Reproductions:
 
     def _written_and_run(
         self,
-        item: CheckItem,
+        item: Item,
         stage: str | None,
         message: str,
         raised: str | None,
@@ -101,6 +141,9 @@ class Reproductions:
         """The script of ``stage``'s finding, written once per file and run once; None
         where none is written or run (the item's outcome property then says why)."""
         kind, why = kind_for(item.case, item.capture, item.check, stage, findings)
+        given = item.given if isinstance(item, RunItem) else None
+        if kind == "shapes" and given is not None:
+            kind, why = None, SHAPES_NOT_WRITTEN
         if kind is None:
             item.set_property("exportcheck_repro_outcome", f"{NOT_WRITTEN}: {why}")
             return None
@@ -108,14 +151,17 @@ class Reproductions:
             nodeid=item.nodeid, case=item.case, capture=item.capture, check=item.check,
             device=item.device, kind=kind, message=message,
             error=raised if kind in RAISING else None, preserved=_preserved(item),
-            findings=tuple(str(f) for f in findings),
+            findings=tuple(str(f) for f in findings), given=given,
             saved=getattr(getattr(item, "saved", None), "folder", None),
         )  # fmt: skip
         path = self.directory / file_name(finding)
         if path not in self._confirmed:
             try:
+                if given is not None and isinstance(item, RunItem) and item.save is not None:
+                    paths = item.save(saved_file(path))  # before the script that loads it
+                    finding = replace(finding, given=replace(given, paths=paths))
                 write_script(finding, self.directory)
-            except UnwritableTarget as exc:
+            except (UnwritableTarget, NotSaved) as exc:
                 item.set_property("exportcheck_repro_outcome", f"{NOT_WRITTEN}: {exc}")
                 return None
         item.set_property("exportcheck_repro", str(path))
@@ -127,12 +173,20 @@ class Reproductions:
         return path, self._confirmed[path]
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        props = dict(report.user_properties)
-        outcome = props.get("exportcheck_repro_outcome")
-        if outcome is not None and report.when == "call":
-            self.outcomes[outcome.split(":")[0]] += 1
-            if "exportcheck_repro" in props:
-                self.written.add(props["exportcheck_repro"])
+        if report.when != "call":
+            return
+        found = [dict(report.user_properties)]
+        # The `exportcheck` fixture's items (api/check.py): each call's, as JSON.
+        for name, value in report.user_properties:
+            if name == API_CALL_PROPERTY:
+                items = json.loads(value).get("items", [])
+                found += [{f"exportcheck_{k}": v for k, v in item.items()} for item in items]
+        for props in found:
+            outcome = props.get("exportcheck_repro_outcome")
+            if outcome is not None:
+                self.outcomes[outcome.split(":")[0]] += 1
+                if props.get("exportcheck_repro") is not None:
+                    self.written.add(props["exportcheck_repro"])
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if not self.outcomes:
@@ -163,17 +217,26 @@ class Reproductions:
             )
 
 
-def _preserved(item: CheckItem) -> tuple[str, ...]:
+def _preserved(item: Item) -> tuple[str, ...]:
     """The FQNs the case's ``preserve_signatures`` name in the item's model, as its
     capture was given them (the script names them, not the patterns)."""
     if not item.case.preserve_signatures:
         return ()
+    if isinstance(item, RunItem):
+        return item.preserved
     from pytest_exportcheck.model.preserved import preserved_names
 
-    subject = item._session.subject_for(item, item.device)  # built: the capture ran
+    subject = item._session.subject_for(item, item.device)  # type: ignore[attr-defined]  # built: the capture ran
     return preserved_names(item.case, subject.pristine_model)
 
 
 def reproduction_line(error: BaseException) -> str | None:
     """The verdict of ``error``'s reproduction, where one ran."""
     return getattr(error, "reproduction", None)
+
+
+def with_reproduction(text: str, headline: str, told: str) -> tuple[str, str]:
+    """A failure's text and headline (its text's first line) saying its reproduction's
+    verdict: at the headline's end, and as the text's last line."""
+    headline = f"{headline}; {told}"
+    return "\n".join([headline, *text.splitlines()[1:], told]), headline

@@ -14,8 +14,9 @@ except ImportError:  # Windows: no advisory locks of this kind
     fcntl = None  # type: ignore[assignment]
 
 
-def write_atomically(path: Path, text: str) -> list[str]:
-    """Write ``text`` to a temporary file beside ``path``, then replace ``path`` with it.
+def write_atomically(path: Path, text: str | bytes) -> list[str]:
+    """Write ``text`` (or bytes) to a temporary file beside ``path``, then replace ``path``
+    with it.
 
     Returns the names of stale temporary files of ``path`` it removed first: ones a
     writer killed mid-write left (SIGKILL, a power cut), named after that writer's
@@ -27,8 +28,12 @@ def write_atomically(path: Path, text: str) -> list[str]:
     try:
         # mkstemp makes 0600: a committed recording or a CI artifact needs the usual mode.
         os.chmod(temp, _mode(path))
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        if isinstance(text, bytes):
+            with os.fdopen(fd, "wb") as binary:
+                binary.write(text)
+        else:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
         os.replace(temp, path)
     except BaseException:
         Path(temp).unlink(missing_ok=True)

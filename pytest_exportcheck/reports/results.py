@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
 from pytest_exportcheck.items.gaps import GAPS_PROPERTY, from_property
+from pytest_exportcheck.items.item_results import API_CALL_PROPERTY
 
 # Every outcome an item can end with, in the order totals are shown.
 OUTCOMES: tuple[str, ...] = (
@@ -32,8 +33,6 @@ FAILING = frozenset({"failed", "error"})
 PASSING = frozenset({"passed", "xpassed"})  # the outcomes a gap can qualify
 NOT_APPLICABLE = "not applicable: "
 PROPERTY_PREFIX = "exportcheck_"
-# Left by each call of the `exportcheck` fixture (api/check.py): that call's items.
-API_CALL_PROPERTY = "exportcheck_api_call"
 _MAX_MESSAGE = 500
 _N = TypeVar("_N", int, float)
 _MAX_TEXT = 8000  # a failure's text in the report: its findings, not a 50-kB graph
@@ -312,6 +311,8 @@ def fixture_results(
                     duration=round(float(item.get("seconds") or 0.0), 4),
                     compared=_int(item.get("compared")),
                     gaps=_gaps(item.get("gaps")) if outcome == "passed" else None,
+                    repro=item.get("repro"),
+                    repro_outcome=item.get("repro_outcome"),
                 )
             )
     return results

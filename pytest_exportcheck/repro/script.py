@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_exportcheck.recordings.atomic import write_atomically
+from pytest_exportcheck.repro import given as given_model
 from pytest_exportcheck.repro.dynamic import SHAPES, dims_source
 from pytest_exportcheck.repro.hierarchy_kind import hierarchy_parts
 from pytest_exportcheck.repro.kinds import CAPTURES, LOWERINGS, MAINS
@@ -48,6 +49,7 @@ class Finding:
     findings: tuple[str, ...] = ()  # the check's own, where it ran (shapes: the sizes they
     # name; hierarchy: which parts)
     saved: Path | None = None  # ``loaded``: the folder of the stored program the item loaded
+    given: given_model.Given | None = None  # a model given from Python, loaded (given.py)
 
 
 def file_name(finding: Finding) -> str:
@@ -56,6 +58,8 @@ def file_name(finding: Finding) -> str:
     # A capture's failure is every check's of that capture: one script for them all.
     check = "capture" if finding.kind == "capture" else finding.check
     parts = [finding.case.name, check, finding.capture, finding.device]
+    if finding.given is not None:  # a call's: its file and line before the case's name
+        parts.insert(0, finding.given.call)
     raw = "-".join(parts)
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", raw)[:150].lstrip(".-") or "case"
     if safe != raw:
@@ -72,8 +76,15 @@ def write_script(finding: Finding, directory: Path) -> Path:
 def script_text(finding: Finding) -> str:
     case = finding.case
     imports = Imports()
-    build_model = model_source(case, imports)
-    build_inputs = inputs_source(case, imports)
+    paths = [str(case.base_dir.resolve()), str(Path.cwd())]
+    if finding.given is None:
+        build_model = model_source(case, imports)
+        build_inputs = inputs_source(case, imports)
+    else:
+        saved = given_model.saved_file(Path(file_name(finding))).name
+        build_model = given_model.model_source(saved)
+        build_inputs = given_model.inputs_source(saved)
+        paths[:0] = finding.given.paths
     kind_sections = []  # before the imports are read: a kind's own inputs may add some
     if finding.kind in ("parity", "mutation", "shapes"):
         if moves(case):  # a chain that moves the program to a device
@@ -93,7 +104,7 @@ def script_text(finding: Finding) -> str:
         "\n".join(
             [
                 "# where the item's run found the case's modules",
-                f"sys.path[:0] = {[str(case.base_dir.resolve()), str(Path.cwd())]!r}",
+                f"sys.path[:0] = {paths!r}",
                 f"SEED = {case.seed}",
                 "INPUT_SEED = (SEED * 0x9E3779B1 + 0x5EED) % 2**32  # the inputs' own stream",
                 f"DEVICE = {finding.device!r}",
@@ -107,7 +118,8 @@ def script_text(finding: Finding) -> str:
         ),
         HELPERS.strip(),
         SAVED_AND_LOADED.strip(),
-        "# the case's own code\n" + "\n".join(imports.lines),
+        given_model.HELPER.strip() if finding.given is not None else "",
+        "# the case's own code\n" + "\n".join(imports.lines) if imports.lines else "",
         _function("build_model", build_model),
         _function("build_inputs", build_inputs),
         _capture(finding),
