@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from casekit import write_cases
 
@@ -23,7 +25,7 @@ def test_a_crash_in_eager_fails_the_item_naming_the_stage_and_the_case_line(
     project: pytest.Pytester,
 ) -> None:
     write_cases(project, CRASHES.format(model="AbortsInForward", captures="export"))
-    result = project.runpytest("--exportcheck", "-n", "2")
+    result = project.runpytest("--exportcheck", "-n", "2", "--exportcheck-report=report.json")
     result.stdout.fnmatch_lines(
         [
             "*[[]crashed[]] cases/main.yaml:2: worker gw? died in the eager stage of this item*"
@@ -31,6 +33,12 @@ def test_a_crash_in_eager_fails_the_item_naming_the_stage_and_the_case_line(
         ]
     )
     result.assert_outcomes(passed=5, failed=5)
+    # ... and so say the matrix and the JSON report
+    result.stdout.fnmatch_lines(["  crashes *FFFFF", "10 items: 5 passed, 5 failed"])
+    items = json.loads((project.path / "report.json").read_text())["items"]
+    crashed = [i for i in items if i["outcome"] == "failed"]
+    assert {i["stage"] for i in crashed} == {"crashed"}
+    assert {(i["file"], i["line"]) for i in crashed} == {("cases/main.yaml", 2)}
 
 
 def test_the_rest_of_a_crashed_case_fails_at_once_without_killing_more_workers(
@@ -60,15 +68,3 @@ def test_a_crash_in_a_capture_condemns_only_that_capture(project: pytest.Pyteste
     )
     assert result.stdout.str().count("replacing crashed worker") == 1
     result.assert_outcomes(passed=5, failed=5)
-
-
-def test_a_crash_is_reported_in_the_matrix_and_the_json_report(project: pytest.Pytester) -> None:
-    write_cases(project, CRASHES.format(model="AbortsInForward", captures="export"))
-    result = project.runpytest("--exportcheck", "-n", "2", "--exportcheck-report=report.json")
-    result.stdout.fnmatch_lines(["  crashes *FFFFF", "10 items: 5 passed, 5 failed"])
-    import json
-
-    items = json.loads((project.path / "report.json").read_text())["items"]
-    crashed = [i for i in items if i["outcome"] == "failed"]
-    assert {i["stage"] for i in crashed} == {"crashed"}
-    assert {(i["file"], i["line"]) for i in crashed} == {("cases/main.yaml", 2)}
