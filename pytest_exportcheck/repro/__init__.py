@@ -3,8 +3,13 @@
 A reproduction imports torch and the user's own model and input code only (never this
 plugin, never pytest), builds the model and inputs as the item did (``source.py``),
 makes the same capture and programs (``programs.py``), performs the one comparison the
-finding is about in torch's own terms (``kinds.py``), and exits 1 printing the finding
-when it reproduces, 0 printing "not reproduced" when not. ``script.py`` puts one
+finding is about in torch's own terms (``kinds.py`` picks the kind; each kind's
+``main()`` is a module of its own: ``shapes_kind.py``, ``signature_kind.py``,
+``hierarchy_*.py``, ``mode_kind.py``, ``moved_kind.py``, ``loaded_kind.py``,
+``lowered_kind.py``), and exits 1 printing the finding
+when it reproduces, 0 printing "not reproduced" when not. A model given from Python
+(``check_model``, the fixture) is loaded from the pickle saved beside its script
+(``given.py``). ``script.py`` puts one
 together with its header and writes it; ``confirm.py`` runs it in a fresh interpreter,
 bounded in time and memory, and reads its outcome.
 
