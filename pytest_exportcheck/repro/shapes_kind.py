@@ -14,7 +14,8 @@ script is made from the findings themselves: no size is guessed again.
   size at that dim, and its range in ``ep.range_constraints``.
 
 Other findings (state over steps at another size, a marker made static run at the next
-size, a program that could not be made) are not written: :func:`unwritten` names one.
+size) are not written: :func:`unwritten` names one. A program the check could not make
+is made again the same way (``UNMADE``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ _AT = re.compile(
     r"at (?P<sizes>.+?) \((?P<label>[^()]*)\)(?P<steps>, over \d+ steps)?: (?P<what>.*)"
 )
 _RANGE = re.compile(r"narrowed it to \[(-?\d+), (-?\d+|inf|-inf|oo)\]")
+# A program the check could not make, so ran at no size (checks/shape_runs.py).
+_UNMADE = re.compile(r"(?P<label>.+?) could not be made, so no size ran it: ")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,6 +61,14 @@ class Recorded:
     exact: bool = True  # a named dim's range is compared as is; a marker's by its ends
 
 
+@dataclasses.dataclass(frozen=True)
+class Unmade:
+    """A program the item could not make from the capture (saving it, say)."""
+
+    text: str
+    label: str
+
+
 def unwritten(case: Case, findings: tuple[str, ...]) -> str | None:
     """Why no script shows the shapes findings, or None where one shows each of them."""
     if not findings:
@@ -71,13 +82,16 @@ def unwritten(case: Case, findings: tuple[str, ...]) -> str | None:
     return None
 
 
-def parse(case: Case, finding: str) -> AtSizes | Recorded | str:
+def parse(case: Case, finding: str) -> AtSizes | Recorded | Unmade | str:
     """The finding as a script runs it, or why it cannot be written."""
     spec = case.dynamic
     head = finding.splitlines()[0] if finding else ""
     why = f"the shapes finding {head[:80]!r} is not written yet"
     if spec is None:
         return why
+    unmade = _UNMADE.match(head)
+    if unmade is not None and unmade["label"] in [_label(p) for p in case.programs]:
+        return Unmade(head, unmade["label"])
     at = _AT.match(head)
     if at is not None:
         sizes = _sizes(at["sizes"], _keys(spec))
@@ -171,8 +185,10 @@ def shapes_source(case: Case, findings: tuple[str, ...], imports: Imports) -> st
     parsed = [parse(case, f) for f in findings]
     functions: dict[tuple[tuple[str, int], ...], str] = {}
     sections = ["# the sizes the item ran its programs at, as its findings name them"]
-    sized, recorded = [], []
+    sized, recorded, unmade = [], [], []
     for entry in parsed:
+        if isinstance(entry, Unmade):
+            unmade.append(f"    dict(finding={entry.text!r}, program={entry.label!r}),")
         if isinstance(entry, AtSizes):
             key = tuple(entry.sizes.items())
             if key not in functions:
@@ -205,6 +221,7 @@ def shapes_source(case: Case, findings: tuple[str, ...], imports: Imports) -> st
             recorded.append("    dict(" + ", ".join(fields) + "),")
     sections.append("\n".join(["SIZED = [", *sized, "]"]))
     sections.append("\n".join(["RECORDED = [", *recorded, "]"]))
+    sections.append("\n".join(["UNMADE = [", *unmade, "]"]))
     return "\n\n\n".join(sections)
 
 
@@ -325,6 +342,14 @@ def main():
     for entry in SIZED:
         shown, told = at_sizes(model, ep, inputs, entry)
         (found if shown else gone).append(f"{entry['finding']}\\n{told}")
+    for entry in UNMADE:  # a program the item could not make: made here the same way
+        make = dict(PROGRAMS)[entry["program"]]
+        try:
+            make(ep, inputs)
+        except Exception as exc:
+            found.append(f"{entry['finding']}\\n  {entry['program']}: raised {raised(exc)}")
+        else:
+            gone.append(f"{entry['finding']}\\n  {entry['program']}: made here")
     for text in gone:
         print(f"not shown in plain torch: {text}\\n")
     if found:

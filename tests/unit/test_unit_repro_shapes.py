@@ -61,7 +61,7 @@ def test_a_finding_at_sizes_is_read_back_into_its_sizes_and_claim(
         "at batch=2, seq=6 (inside), over 3 steps: after step 1: running_mean differs",
         "at batch=2, seq=6 (inside): the inputs cannot be made at this size: no",
         "at nope=2 (inside): ep.module() refused a size inside the declared range: x",
-        "ep.module() could not be made, so no size ran it: RuntimeError: x",
+        "no_such_program could not be made, so no size ran it: RuntimeError: x",
     ],
 )
 def test_a_finding_no_script_runs_yet_says_so(finding: str) -> None:
@@ -137,3 +137,23 @@ def test_the_findings_without_a_script_say_why() -> None:
         "",
     )
     assert kind_for(case, "dynamo-legacy", "signature", "signature", (expected,))[0] is None
+
+
+def test_a_program_the_check_could_not_make_is_made_again_by_its_script() -> None:
+    """A program that could not be made ran at no size: its script makes it the same
+    way, and shows what making it raised (hf_gpt2_dynamic's saved program, field corpus)."""
+    case = CASES["masked_encoder"]
+    finding = (
+        "saved and loaded could not be made, so no size ran it: SerializationError: "
+        "torch.export.save raised: SerializeError: Failed serializing node flat_apply"
+    )
+    parsed = shapes_kind.parse(case, finding)
+    assert parsed == shapes_kind.Unmade(finding, "saved and loaded")
+    assert shapes_kind.unwritten(case, (finding,)) is None
+    # A program the case does not run is no such finding.
+    assert isinstance(shapes_kind.parse(case, finding.replace("saved and", "never")), str)
+    text = script_text(
+        Finding("n", case, "export", "shapes", "cpu", "shapes", "m", findings=(finding,))
+    )
+    assert f"UNMADE = [\n    dict(finding={finding!r}, program='saved and loaded'),\n]" in text
+    compile(text, "script", "exec")
