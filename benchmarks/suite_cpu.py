@@ -1,0 +1,72 @@
+"""Where the project's tests spend CPU: each test's own and its children's, per file.
+
+The suite's target is its wall time on 2 cores, and on 2 cores the wall follows the
+CPU: a test that starts a pytest run of its own (an xdist worker, a supervised
+session, a reproduction's fresh interpreter) spends most of its CPU in children that
+``--durations`` does not separate from waiting. As a pytest plugin (``-p suite_cpu``,
+``benchmarks/`` on ``PYTHONPATH``) it writes, per test, the CPU of the process that
+ran it and of the children it waited for (``RUSAGE_CHILDREN``: a child's own waited
+children included) to ``$SUITE_CPU_DIR/tests-<pid>.tsv``; run as a script it sums
+those files per test file:
+
+    SUITE_CPU_DIR=/tmp/cpu PYTHONPATH=.:benchmarks pytest -n auto -p suite_cpu
+    python benchmarks/suite_cpu.py /tmp/cpu [--top 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def _cpu() -> tuple[float, float]:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: Any) -> Iterator[None]:
+    before = _cpu()
+    yield
+    after = _cpu()
+    folder = Path(os.environ.get("SUITE_CPU_DIR", "suite-cpu"))
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / f"tests-{os.getpid()}.tsv", "a") as out:
+        out.write(f"{item.nodeid}\t{after[0] - before[0]:.2f}\t{after[1] - before[1]:.2f}\n")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("--top", type=int, default=40)
+    options = parser.parse_args()
+    own: Counter[str] = Counter()
+    children: Counter[str] = Counter()
+    tests: Counter[str] = Counter()
+    for table in options.folder.glob("tests-*.tsv"):
+        for line in table.read_text().splitlines():
+            nodeid, self_cpu, child_cpu = line.split("\t")
+            name = nodeid.split("::")[0]
+            own[name] += float(self_cpu)
+            children[name] += float(child_cpu)
+            tests[name] += 1
+    total = own + children
+    print(f"tests {sum(tests.values())}: own {sum(own.values()):.0f} s, children "
+          f"{sum(children.values()):.0f} s of CPU")  # fmt: skip
+    print(f"{'CPU s':>7} {'own':>6} {'kids':>6} {'tests':>5}  file")
+    for name, cpu in total.most_common(options.top):
+        print(f"{cpu:7.1f} {own[name]:6.1f} {children[name]:6.1f} {tests[name]:5d}  {name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
