@@ -24,6 +24,9 @@ import childkit
 import pytest
 from casekit import MODELS
 
+# One worker runs this file: its module-scoped fixture is made once, not once per worker.
+pytestmark = pytest.mark.xdist_group("test_bad_input_corpus")
+
 
 @dataclass(frozen=True)
 class Variant:

@@ -22,6 +22,9 @@ SEQ2SEQ = '''
 import torch
 from torch import nn
 
+# One worker runs this file: its module-scoped fixture is made once, not once per worker.
+pytestmark = pytest.mark.xdist_group("test_refused_dims")
+
 
 class GruSeq2Seq(nn.Module):
     """Embedding, GRU cells stepped over src then over tgt (teacher forcing), a linear head."""

@@ -26,6 +26,9 @@ import childkit
 import pytest
 from reprokit import run_scripts
 
+# One worker runs this file: its module-scoped fixture is made once, not once per worker.
+pytestmark = pytest.mark.xdist_group("test_reproductions_more")
+
 MODELS = """
 import typing
 
