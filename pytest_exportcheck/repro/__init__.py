@@ -6,7 +6,7 @@ makes the same capture and programs (``programs.py``), performs the one comparis
 finding is about in torch's own terms (``kinds.py`` picks the kind; each kind's
 ``main()`` is a module of its own: ``shapes_kind.py``, ``signature_kind.py``,
 ``hierarchy_*.py``, ``mode_kind.py``, ``moved_kind.py``, ``loaded_kind.py``,
-``lowered_kind.py``), and exits 1 printing the finding
+``lowered_kind.py`` with ``lowered_sizes.py``), and exits 1 printing the finding
 when it reproduces, 0 printing "not reproduced" when not. A model given from Python
 (``check_model``, the fixture) is loaded from the pickle saved beside its script
 (``given.py``). ``script.py`` puts one

@@ -26,6 +26,7 @@ from pytest_exportcheck.repro.hierarchy_calls import CALLS
 from pytest_exportcheck.repro.hierarchy_kind import HIERARCHY_MAIN, TREE, hierarchy_parts
 from pytest_exportcheck.repro.loaded_kind import LOADED_MAIN
 from pytest_exportcheck.repro.lowered_kind import LOWERED_MAIN, lowered_kind
+from pytest_exportcheck.repro.lowered_sizes import LOWERED_SIZES
 from pytest_exportcheck.repro.mode_kind import MODE_MAIN
 from pytest_exportcheck.repro.moved_kind import MOVED_MAIN
 from pytest_exportcheck.spec import Case
@@ -68,7 +69,7 @@ def kind_for(
                 return None, f"the lowering to {target} is not written yet"
             return "lower", ""
         if stage in (check, "load", "run"):
-            return lowered_kind(target, stage, findings)
+            return lowered_kind(case, target, stage, findings)
     if capture == "dynamo":
         return None, f"the {stage or check} finding of a dynamo capture is not written yet"
     if stage == "hierarchy" == check and capture in EXPORTS:
@@ -275,14 +276,14 @@ def lower(ep):
 MAINS = {
     "capture": CAPTURE_MAIN,
     "parity": COMPARE + PARITY_MAIN,
-    "shapes": COMPARE + shapes_kind.SHAPES_MAIN,
+    "shapes": "\n\n".join([COMPARE, shapes_kind.SIZE_HELPERS, shapes_kind.SHAPES_MAIN]),
     "signature": signature_kind.SIGNATURE_MAIN,
     "mutation": COMPARE + MUTATION_MAIN,
     "hierarchy": "\n\n".join([COMPARE, TREE, CALLS, OUTPUTS, ALONE, HIERARCHY_MAIN]),
     "mode": COMPARE + MODE_MAIN,
     "moved": COMPARE + MOVED_MAIN,
     "loaded": COMPARE + LOADED_MAIN,
-    "lowered": COMPARE + LOWERED_MAIN,
+    "lowered": "\n\n".join([COMPARE, shapes_kind.SIZE_HELPERS, LOWERED_SIZES, LOWERED_MAIN]),
     "lower": LOWER_MAIN,
 }
 # What consistency compares is the plugin's own table: each capture's lifted state, mutation

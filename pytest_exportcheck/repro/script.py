@@ -23,6 +23,7 @@ from pytest_exportcheck.repro.dynamic import SHAPES, dims_source
 from pytest_exportcheck.repro.hierarchy_kind import hierarchy_parts
 from pytest_exportcheck.repro.kinds import CAPTURES, LOWERINGS, MAINS
 from pytest_exportcheck.repro.lowered_kind import LOADERS
+from pytest_exportcheck.repro.lowered_sizes import sizes_source
 from pytest_exportcheck.repro.moved_kind import MOVE_HELPERS
 from pytest_exportcheck.repro.programs import RETRACED, SAVED_AND_LOADED, moves, programs_source
 from pytest_exportcheck.repro.shapes_kind import shapes_source
@@ -94,6 +95,8 @@ def script_text(finding: Finding) -> str:
         kind_sections.append(programs_source(case, only_stateful=stateful))
     if finding.kind == "shapes":
         kind_sections.append(shapes_source(case, finding.findings, imports))
+    if finding.kind == "lowered":
+        kind_sections.append(sizes_source(case, finding.findings, imports))
     if finding.kind == "signature":
         kind_sections.append(expected_source(case, finding.capture))
     parity = case.expect.parity

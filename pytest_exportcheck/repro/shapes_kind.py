@@ -225,7 +225,8 @@ def shapes_source(case: Case, findings: tuple[str, ...], imports: Imports) -> st
     return "\n\n\n".join(sections)
 
 
-SHAPES_MAIN = '''
+# What a run at sizes shows, shared with the lowered program's (``lowered_sizes.py``).
+SIZE_HELPERS = '''
 def run_once(make, inputs):
     """A fresh callable's output on copies of the inputs, or what it raised: seeded,
     with autograd on, as the item runs each size."""
@@ -250,17 +251,37 @@ def shapes_of(inputs):
                      if isinstance(t, torch.Tensor))
 
 
-def at_sizes(model, ep, example, entry):
-    """(shown, told): whether each program the finding names does at its sizes what the
-    item saw, and what each did."""
+def eager_at(model, entry):
+    """The inputs at the entry's sizes, eager's output there or what it raised, and
+    what is told of them."""
     inputs = entry["inputs"]()
     if DEVICE != "cpu":  # drawn on the CPU, then moved, as the item's sizes are
         inputs = pytree.tree_map(
             lambda t: t.to(DEVICE) if isinstance(t, torch.Tensor) else t, inputs)
-    claim = entry["claim"]
     eager, eager_error = run_once(lambda: copy.deepcopy(model), inputs)
     told = [f"  inputs: {shapes_of(inputs)}",
             "  eager: " + (f"raised {raised(eager_error)}" if eager_error else "computed")]
+    return inputs, eager, eager_error, told
+
+
+def judged(claim, eager, eager_error, got, error):
+    """(shown, what): whether a program's run at the sizes shows the finding's claim."""
+    if error is not None:
+        return claim == "refused" and eager_error is None, f"raised {raised(error)}"
+    if claim == "differs" and eager_error is None:
+        message = differs(eager, got)
+        what = "computed, as eager" if message is None else "differs from eager:\\n    " + (
+            message.strip().replace("\\n", "\\n    "))
+        return message is not None, what
+    shown = claim == "accepted" or (claim == "eager raised" and eager_error is not None)
+    return shown, "computed a result"
+'''
+
+SHAPES_MAIN = '''
+def at_sizes(model, ep, example, entry):
+    """(shown, told): whether each program the finding names does at its sizes what the
+    item saw, and what each did."""
+    inputs, eager, eager_error, told = eager_at(model, entry)
     programs = [(label, make) for label, make in PROGRAMS if label in entry["programs"]]
     shows = []
     for label, make in programs or PROGRAMS:
@@ -271,22 +292,13 @@ def at_sizes(model, ep, example, entry):
             shows.append(False)
             continue
         got, error = run_once(lambda: program, inputs)
-        if error is not None:
-            told.append(f"  {label}: raised {raised(error)}")
-            shows.append(claim == "refused" and eager_error is None)
-            continue
-        nan = [name for name, b in program.named_buffers()
-               if b.is_floating_point() and not bool(torch.isfinite(b).all())]
-        left = f", and left {', '.join(nan)} NaN" if nan else ""
-        if claim == "differs" and eager_error is None:
-            message = differs(eager, got)
-            what = "computed, as eager" if message is None else "differs from eager:\\n    " + (
-                message.strip().replace("\\n", "\\n    "))
-            told.append(f"  {label}: {what}{left}")
-            shows.append(message is not None)
-            continue
-        told.append(f"  {label}: computed a result{left}")
-        shows.append(claim == "accepted" or (claim == "eager raised" and eager_error is not None))
+        shown, what = judged(entry["claim"], eager, eager_error, got, error)
+        if error is None:
+            nan = [name for name, b in program.named_buffers()
+                   if b.is_floating_point() and not bool(torch.isfinite(b).all())]
+            what += f", and left {', '.join(nan)} NaN" if nan else ""
+        told.append(f"  {label}: {what}")
+        shows.append(shown)
     shown = all(shows) if programs else any(shows)
     return shown, "\\n".join(told)
 

@@ -63,10 +63,10 @@ def test_each_written_finding_gets_its_kind(
         (
             "lowered-aoti",
             "lowered-aoti",
-            ("at batch=9 (above batch's max 8): the program accepted a size",),
-            'the lowered finding "at batch=9',
+            ("at nodim=9 (above nodim's max 8): the program accepted a size",),
+            'the lowered finding "at nodim=9',
         ),
-        ("lowered-onnx", "lowered-onnx", ("after call 1/1: output",), "onnx's values"),
+        ("lowered-executorch", "lowered-executorch", ("after call 1/1: output",), "values"),
         ("mode", "mode", (), "dynamo capture"),
     ],
 )
@@ -89,3 +89,58 @@ def test_every_new_kind_writes_a_script_python_reads(kind: str, tmp_path: Path) 
         text = script_text(finding)
         compile(text, "repro.py", "exec")
         assert "import pytest" not in text and "pytest_exportcheck" not in text
+
+
+ABOVE = (
+    "at batch=17 (above batch's max 16): the program lowered to {target} accepted a size "
+    "outside the declared range [1, 16] and computed a result"
+)
+
+
+def _lowering(name: str):
+    cases = [c.case for c in load_case_file(Path("cases/lowering.yaml")) if c.case is not None]
+    return next(case for case in cases if case.name == name)
+
+
+@pytest.mark.parametrize("target", ["aoti", "onnx"])
+@pytest.mark.parametrize(
+    ("name", "findings"),
+    [
+        ("lowering_batchnorm_train", ("after call 1/1: output: 8 / 8 elements outside tolerance",)),
+        ("lowering_dynamic_batch", (ABOVE,)),
+        (
+            "lowering_scalar_output",
+            (
+                "after call 1/1: output: eager gives int, lowered to {target} gives Tensor",
+                "at dim1_x=1 (min): output: eager gives int, lowered to {target} gives Tensor",
+            ),
+        ),
+    ],
+)
+def test_a_lowered_program_at_its_sizes_and_in_onnx_gets_a_script(
+    name: str, findings: tuple[str, ...], target: str
+) -> None:
+    case = _lowering(name)
+    findings = tuple(f.format(target=target) for f in findings)
+    check = f"lowered-{target}"
+    assert kind_for(case, "export", check, check, findings) == ("lowered", "")
+    finding = Finding(
+        nodeid="n", case=case, capture="export", check=check, device="cpu", kind="lowered",
+        message="m", findings=findings,
+    )  # fmt: skip
+    text = script_text(finding)
+    compile(text, "repro.py", "exec")
+    assert "import pytest" not in text and "pytest_exportcheck" not in text
+    sized = [f for f in findings if f.startswith("at ")]
+    assert ("def inputs_at_0():" in text) == bool(sized)
+    for f in sized:
+        assert repr(f) in text
+    if target == "onnx":
+        assert "onnxruntime.InferenceSession(path" in text and "KEEPS_STATE = False" in text
+
+
+def test_a_lowered_finding_at_sizes_it_cannot_draw_says_why() -> None:
+    case = _lowering("lowering_dynamic_batch")
+    cannot = "at batch=17 (above batch's max 16): the inputs cannot be made at this size: x"
+    kind, why = kind_for(case, "export", "lowered-onnx", "lowered-onnx", (cannot,))
+    assert kind is None and "at batch=17" in why, why
