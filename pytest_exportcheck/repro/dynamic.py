@@ -11,20 +11,6 @@ from __future__ import annotations
 from pytest_exportcheck.spec.dynamic import DynamicSpec, Placement
 
 SHAPES = '''
-def input_path(path):
-    """``args[0]``, ``kwargs['mask']``: how a case names an input."""
-    head, *rest = path
-    text = "args" if getattr(head, "idx", None) == 0 else "kwargs"
-    for key in rest:
-        if hasattr(key, "idx"):
-            text += f"[{key.idx}]"
-        elif hasattr(key, "key"):
-            text += f"[{key.key!r}]"
-        else:
-            text += f".{getattr(key, 'name', key)}"
-    return text
-
-
 def dynamic_shapes(model, args, kwargs):
     """The case's dynamic: as export takes it: per forward parameter, {dim index: Dim}."""
     placed = pytree.tree_map_with_path(lambda p, _: PLACED.get(input_path(p)), (args, kwargs))

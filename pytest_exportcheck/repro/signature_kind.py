@@ -57,20 +57,6 @@ KINDS = {"PARAMETER": "parameter", "BUFFER": "buffer", "CONSTANT_TENSOR": "const
          "CUSTOM_OBJ": "custom_obj", "TOKEN": "token", "USER_INPUT": "user_input"}
 
 
-def leaf_path(path):
-    """``args[0]``, ``kwargs['mask']``: how a case names an input."""
-    head, *rest = path
-    text = "args" if getattr(head, "idx", None) == 0 else "kwargs"
-    for key in rest:
-        if hasattr(key, "idx"):
-            text += f"[{key.idx}]"
-        elif hasattr(key, "key"):
-            text += f"[{key.key!r}]"
-        else:
-            text += f".{getattr(key, 'name', key)}"
-    return text
-
-
 def defaults(model):
     """Tensors forward takes by default (``default:y``): export lifts them as constants."""
     try:
@@ -96,7 +82,7 @@ def tensor_at(model, fqn):
 def placeholders(ep, model, inputs):
     """Each of ``ep.graph_signature.input_specs``: name, kind, target (a user input's: the
     case input it takes, in order), persistence, and the placeholder's value."""
-    paths = [leaf_path(p) for p, _ in pytree.tree_flatten_with_path(inputs)[0]]
+    paths = [input_path(p) for p, _ in pytree.tree_flatten_with_path(inputs)[0]]
     by_tensor = {id(t): name for name, t in defaults(model).items()}
     nodes = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
     rows, users = [], iter(paths)
@@ -194,7 +180,7 @@ def state_targets(ep, model, rows):
 
 def user_inputs(rows, inputs):
     found = []
-    flat = [(leaf_path(p), v) for p, v in pytree.tree_flatten_with_path(inputs)[0]]
+    flat = [(input_path(p), v) for p, v in pytree.tree_flatten_with_path(inputs)[0]]
     users = [row for row in rows if row["kind"] == "user_input"]
     for row in users:
         given = dict(flat).get(row["target"])

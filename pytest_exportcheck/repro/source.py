@@ -30,6 +30,20 @@ DTYPE_NAMES = {
 FLOATING = ("float", "bfloat", "complex")
 
 HELPERS = '''
+def input_path(path):
+    """``args[0]``, ``kwargs['mask']``: how a case names an input."""
+    head, *rest = path
+    text = "args" if getattr(head, "idx", None) == 0 else "kwargs"
+    for key in rest:
+        if hasattr(key, "idx"):
+            text += f"[{key.idx}]"
+        elif hasattr(key, "key"):
+            text += f"[{key.key!r}]"
+        else:
+            text += f".{getattr(key, 'name', key)}"
+    return text
+
+
 def seed_everything(seed):
     """torch, random and numpy, as the plugin seeds them before each build and call."""
     random.seed(seed)

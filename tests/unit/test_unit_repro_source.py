@@ -102,6 +102,7 @@ def test_dynamic_shapes_are_the_ones_the_capture_gives_torch() -> None:
     from pytest_exportcheck.capture.dynamic_shapes import dynamic_shapes
     from pytest_exportcheck.model.subject import Subject
     from pytest_exportcheck.repro.dynamic import SHAPES, dims_source
+    from pytest_exportcheck.repro.source import HELPERS
 
     cases = [c.case for c in load_case_file(Path("cases/dynamic.yaml")) if c.case is not None]
     compared = 0
@@ -116,7 +117,7 @@ def test_dynamic_shapes_are_the_ones_the_capture_gives_torch() -> None:
             continue
         namespace: dict = {}
         exec("import inspect, torch\nfrom torch.utils import _pytree as pytree\n", namespace)
-        exec(dims_source(case.dynamic) + "\n" + SHAPES, namespace)
+        exec(HELPERS + dims_source(case.dynamic) + "\n" + SHAPES, namespace)
         got = namespace["dynamic_shapes"](model, args, kwargs)
         assert repr(got) == repr(want), case.name
         compared += 1
