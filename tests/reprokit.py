@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import childkit
@@ -37,6 +38,30 @@ for path in sys.argv[1:]:
 imported = sorted(m for m in sys.modules if m.split(".")[0] in ("pytest", "_pytest", "pytest_exportcheck"))
 print("RESULTS " + json.dumps({"results": results, "imported": imported}))
 """
+
+
+def project_run(
+    root: Path, models: str, cases: str, *args: str, before: Callable[[], object] | None = None
+) -> tuple[Path, str, dict[str, dict]]:
+    """``root/cases`` written (``models.py``, ``main.yaml``) and run once with
+    ``--exportcheck-repro=repro --exportcheck-report=report.json`` and ``args``, in a
+    process of its own, as a user runs it: the project, the run's output, and its JSON
+    report's items by node id. ``before`` runs once the files are written."""
+    (root / "cases").mkdir()
+    (root / "cases" / "models.py").write_text(models)
+    (root / "cases" / "main.yaml").write_text(cases)
+    if before is not None:
+        before()
+    done = childkit.run(
+        [
+            sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--exportcheck",
+            "cases", "--exportcheck-repro=repro", "--exportcheck-report=report.json", *args,
+        ],
+        cwd=root, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    items = {i["nodeid"]: i for i in json.loads((root / "report.json").read_text())["items"]}
+    return root, done.stdout, items
 
 
 def run_scripts(root: Path, paths: list[Path], timeout: float = 300) -> dict[str, tuple[int, str]]:

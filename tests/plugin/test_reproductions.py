@@ -18,7 +18,7 @@ from pathlib import Path
 
 import childkit
 import pytest
-from reprokit import run_scripts
+from reprokit import project_run, run_scripts
 
 # One worker runs this file: its module-scoped fixture is made once, not once per worker.
 pytestmark = pytest.mark.xdist_group("test_reproductions")
@@ -154,20 +154,7 @@ cases:
 def project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict]:
     """The project, the run's output and its JSON report's items by node id."""
     root = tmp_path_factory.mktemp("repro")
-    (root / "cases").mkdir()
-    (root / "cases" / "models.py").write_text(MODELS)
-    (root / "cases" / "main.yaml").write_text(CASES)
-    done = childkit.run(
-        [
-            sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--exportcheck",
-            "cases", "--exportcheck-repro=repro", "--exportcheck-report=report.json",
-            "--exportcheck-html=page.html",
-        ],
-        cwd=root, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert done.returncode == 1, done.stdout + done.stderr
-    items = {i["nodeid"]: i for i in json.loads((root / "report.json").read_text())["items"]}
-    return root, done.stdout, items
+    return project_run(root, MODELS, CASES, "--exportcheck-html=page.html")
 
 
 def test_each_failure_names_its_script_and_the_verdict_of_its_run(project: tuple) -> None:

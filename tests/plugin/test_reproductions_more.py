@@ -24,7 +24,7 @@ from pathlib import Path
 
 import childkit
 import pytest
-from reprokit import run_scripts
+from reprokit import project_run, run_scripts
 
 # One worker runs this file: its module-scoped fixture is made once, not once per worker.
 pytestmark = pytest.mark.xdist_group("test_reproductions_more")
@@ -227,24 +227,14 @@ def _save_as_older(root: Path, models: str, name: str) -> None:
 def project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict]:
     """The project, the run's output and its JSON report's items by node id."""
     root = tmp_path_factory.mktemp("repro_more")
-    (root / "cases").mkdir()
-    (root / "cases" / "models.py").write_text(MODELS)
-    (root / "cases" / "main.yaml").write_text(CASES)
-    _save_as_older(root, MODELS, "saving_broken")
-    done = childkit.run(
-        [
-            sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--exportcheck",
-            "cases", "--exportcheck-repro=repro", "--exportcheck-report=report.json",
-            "--exportcheck-load-programs=progs",
-            # Written only: the tests below run them, before and after the fix (the
-            # plugin's own run of a script is test_reproductions.py's).
-            "--exportcheck-repro-run=no",
-        ],
-        cwd=root, capture_output=True, text=True, timeout=600,
+    return project_run(
+        root, MODELS, CASES,
+        "--exportcheck-load-programs=progs",
+        # Written only: the tests below run them, before and after the fix (the
+        # plugin's own run of a script is test_reproductions.py's).
+        "--exportcheck-repro-run=no",
+        before=lambda: _save_as_older(root, MODELS, "saving_broken"),
     )  # fmt: skip
-    assert done.returncode == 1, done.stdout + done.stderr
-    items = {i["nodeid"]: i for i in json.loads((root / "report.json").read_text())["items"]}
-    return root, done.stdout, items
 
 
 def _copied(root: Path, tmp_path: Path, script: str) -> tuple[Path, Path]:

@@ -10,14 +10,11 @@ and after its model is fixed.
 
 from __future__ import annotations
 
-import json
 import shutil
-import sys
 from pathlib import Path
 
-import childkit
 import pytest
-from reprokit import run_scripts
+from reprokit import project_run, run_scripts
 
 # One worker runs this file: its module-scoped fixture is made once, not once per worker.
 pytestmark = pytest.mark.xdist_group("test_reproductions_shapes")
@@ -142,22 +139,9 @@ cases:
 def project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict]:
     """The project, the run's output and its JSON report's items by node id."""
     root = tmp_path_factory.mktemp("repro-shapes")
-    (root / "cases").mkdir()
-    (root / "cases" / "models.py").write_text(MODELS)
-    (root / "cases" / "main.yaml").write_text(CASES)
-    done = childkit.run(
-        [
-            sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--exportcheck",
-            "cases", "--exportcheck-repro=repro", "--exportcheck-report=report.json",
-            # Written only: the test below runs them, before and after the fix (the
-            # plugin's own run of a script is test_reproductions.py's).
-            "--exportcheck-repro-run=no",
-        ],
-        cwd=root, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert done.returncode == 1, done.stdout + done.stderr
-    items = {i["nodeid"]: i for i in json.loads((root / "report.json").read_text())["items"]}
-    return root, done.stdout, items
+    # Written only: the test below runs them, before and after the fix (the plugin's
+    # own run of a script is test_reproductions.py's).
+    return project_run(root, MODELS, CASES, "--exportcheck-repro-run=no")
 
 
 def test_each_shapes_and_signature_failure_gets_its_script(project: tuple) -> None:
