@@ -10,6 +10,7 @@ each script, in an interpreter of its own, is what the project runs assert
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -62,6 +63,18 @@ def project_run(
     assert done.returncode == 1, done.stdout + done.stderr
     items = {i["nodeid"]: i for i in json.loads((root / "report.json").read_text())["items"]}
     return root, done.stdout, items
+
+
+def copied_project(root: Path, to: Path, folders: tuple[str, ...] = ("cases", "repro")) -> Path:
+    """``root``'s ``folders`` copied under ``to/project``, every script there pointed at
+    the copy's files (a script names the case's files where it was written), so a test
+    may fix the copy's model and leave the shared project as its run left it."""
+    copy = to / "project"
+    for folder in folders:
+        shutil.copytree(root / folder, copy / folder)
+    for path in (copy / "repro").glob("*.py"):
+        path.write_text(path.read_text().replace(str(root), str(copy)))
+    return copy
 
 
 def run_scripts(root: Path, paths: list[Path], timeout: float = 300) -> dict[str, tuple[int, str]]:

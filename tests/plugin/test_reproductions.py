@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import sys
 from pathlib import Path
 
 import childkit
 import pytest
-from reprokit import project_run, run_scripts
+from reprokit import copied_project, project_run, run_scripts
 
 # One worker runs this file: its module-scoped fixture is made once, not once per worker.
 pytestmark = pytest.mark.xdist_group("test_reproductions")
@@ -239,14 +238,8 @@ SHOWN = {
 def test_a_script_shows_the_finding_then_not_once_the_model_is_fixed(
     project: tuple, tmp_path: Path
 ) -> None:
-    root, _, _ = project
-    copy = tmp_path / "project"
-    shutil.copytree(root / "cases", copy / "cases")
-    shutil.copytree(root / "repro", copy / "repro")
+    copy = copied_project(project[0], tmp_path)
     paths = [copy / "repro" / name for name in SHOWN]
-    for path in paths:
-        # The script names the case's files where it was written: point it at this copy.
-        path.write_text(path.read_text().replace(str(root), str(copy)))
     for name, (status, printed) in run_scripts(copy, paths).items():
         assert status == 1, (name, printed)
         assert SHOWN[name] in printed, (name, printed)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import childkit
 import pytest
-from reprokit import project_run, run_scripts
+from reprokit import copied_project, project_run, run_scripts
 
 # One worker runs this file: its module-scoped fixture is made once, not once per worker.
 pytestmark = pytest.mark.xdist_group("test_reproductions_more")
@@ -237,16 +237,6 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict]:
     )  # fmt: skip
 
 
-def _copied(root: Path, tmp_path: Path, script: str) -> tuple[Path, Path]:
-    """The project copied, and its script pointed at the copy's files."""
-    copy = tmp_path / "project"
-    for folder in ("cases", "repro", "progs"):
-        shutil.copytree(root / folder, copy / folder)
-    path = copy / "repro" / script
-    path.write_text(path.read_text().replace(str(root), str(copy)))
-    return copy, path
-
-
 SCRIPTS = {
     "cases/main.yaml::stuck::mode[export-cpu]": "stuck-mode-export-cpu.py",
     "cases/main.yaml::unused::hierarchy[export-cpu]": "unused-hierarchy-export-cpu.py",
@@ -287,7 +277,7 @@ SHOWN = {
 def test_a_script_shows_the_finding_then_not_once_the_model_is_fixed(
     project: tuple, tmp_path: Path
 ) -> None:
-    copy, _ = _copied(project[0], tmp_path, "stuck-mode-export-cpu.py")
+    copy = copied_project(project[0], tmp_path, ("cases", "repro", "progs"))
     out = copy / "repro" / "moved.py"
     done = childkit.run(
         [
@@ -299,8 +289,6 @@ def test_a_script_shows_the_finding_then_not_once_the_model_is_fixed(
     assert done.returncode == 0, done.stderr
     assert "move_to_device_pass" in out.read_text()
     paths = [copy / "repro" / name for name in SHOWN]
-    for path in paths:  # every script pointed at the copy's files
-        path.write_text(path.read_text().replace(str(project[0]), str(copy)))
     ran = run_scripts(copy, paths)
     for name, (status, printed) in ran.items():
         assert status == 1, (name, printed)
@@ -318,7 +306,8 @@ def test_a_script_shows_the_finding_then_not_once_the_model_is_fixed(
 def test_a_loaded_script_loads_the_stored_program_until_it_is_saved_again(
     project: tuple, tmp_path: Path
 ) -> None:
-    copy, path = _copied(project[0], tmp_path, "chained-loaded-export-cpu.py")
+    copy = copied_project(project[0], tmp_path, ("cases", "repro", "progs"))
+    path = copy / "repro" / "chained-loaded-export-cpu.py"
     assert f"/progs/torch-{OLDER}/chained/export-cpu'" in path.read_text()
     ((status, printed),) = run_scripts(copy, [path]).values()
     assert status == 1, printed

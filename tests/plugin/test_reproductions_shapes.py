@@ -10,11 +10,10 @@ and after its model is fixed.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
-from reprokit import project_run, run_scripts
+from reprokit import copied_project, project_run, run_scripts
 
 # One worker runs this file: its module-scoped fixture is made once, not once per worker.
 pytestmark = pytest.mark.xdist_group("test_reproductions_shapes")
@@ -176,14 +175,8 @@ SHOWN = {
 def test_a_script_shows_the_finding_then_not_once_the_model_is_fixed(
     project: tuple, tmp_path: Path
 ) -> None:
-    root, _, _ = project
-    copy = tmp_path / "project"
-    shutil.copytree(root / "cases", copy / "cases")
-    shutil.copytree(root / "repro", copy / "repro")
+    copy = copied_project(project[0], tmp_path)
     paths = [copy / "repro" / name for name in SHOWN]
-    for path in paths:
-        # The script names the case's files where it was written: point it at this copy.
-        path.write_text(path.read_text().replace(str(root), str(copy)))
     for name, (status, printed) in run_scripts(copy, paths).items():
         assert status == 1, (name, printed)
         assert any(line.startswith("reproduced: ") for line in printed.splitlines()), printed
