@@ -32,9 +32,9 @@ from pytest_exportcheck.repro.confirm import (
     Confirmation,
     confirm,
 )
-from pytest_exportcheck.repro.given import SHAPES_NOT_WRITTEN, Given, NotSaved, saved_file
+from pytest_exportcheck.repro.given import SHAPES_NOT_WRITTEN, Given, NotSaved
 from pytest_exportcheck.repro.kinds import kind_for
-from pytest_exportcheck.repro.script import Finding, file_name, write_script
+from pytest_exportcheck.repro.script import Finding, file_name, saved_file, write_script
 from pytest_exportcheck.repro.source import UnwritableTarget
 
 if TYPE_CHECKING:
@@ -94,6 +94,9 @@ class Reproductions:
         self.written: set[str] = set()  # the scripts, one per capture failure or finding
         # A capture's failure fails each of its checks: its script runs once.
         self._confirmed: dict[Path, Confirmation] = {}
+        # A given model's pickle, written once for its case's scripts: where its classes
+        # import from, by file.
+        self._saved: dict[Path, tuple[str, ...]] = {}
 
     def reproduce(self, item: Item, error: ExportCheckError, seconds: float) -> None:
         """Write ``error``'s reproduction and run it; its verdict joins the error."""
@@ -158,8 +161,10 @@ class Reproductions:
         if path not in self._confirmed:
             try:
                 if given is not None and isinstance(item, RunItem) and item.save is not None:
-                    paths = item.save(saved_file(path))  # before the script that loads it
-                    finding = replace(finding, given=replace(given, paths=paths))
+                    saved = saved_file(finding, self.directory)
+                    if saved not in self._saved:  # before the first script that loads it
+                        self._saved[saved] = item.save(saved)
+                    finding = replace(finding, given=replace(given, paths=self._saved[saved]))
                 write_script(finding, self.directory)
             except (UnwritableTarget, NotSaved) as exc:
                 item.set_property("exportcheck_repro_outcome", f"{NOT_WRITTEN}: {exc}")

@@ -3,7 +3,8 @@
 A YAML case's model is built from its ``target`` (``source.py``); a given model is a
 live object, with weights no target describes. Its caller's objects, as given, are
 pickled (``torch.save`` of ``{"model": ..., "args": ..., "kwargs": ...}``, by
-``api/reproduce.py``) to ``<script stem>.pt`` beside the script, and the script's
+``api/reproduce.py``) to ``<call>-<case>.pt`` beside the scripts (one file for all
+of the case's scripts: ``script.saved_file``), and each script's
 ``build_model()`` / ``build_inputs()`` load them back with ``torch.load``, which imports
 the user's own modules that define their classes: the script puts their directories
 on ``sys.path``. Everything else in the script is a YAML item's (``script.py``).
@@ -12,7 +13,6 @@ on ``sys.path``. Everything else in the script is a YAML item's (``script.py``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 # What a given model's inputs at other sizes would need: a drawing rule it has none of.
 SHAPES_NOT_WRITTEN = (
@@ -31,11 +31,6 @@ class Given:
 
     call: str  # names the call's scripts apart from another call's of the same case name
     paths: tuple[str, ...] = ()  # where the classes the pickle names import from
-
-
-def saved_file(script: Path) -> Path:
-    """The pickled model and inputs of ``script``."""
-    return script.with_suffix(".pt")
 
 
 def model_source(saved: str) -> str:

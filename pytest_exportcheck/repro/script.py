@@ -54,18 +54,30 @@ class Finding:
 
 
 def file_name(finding: Finding) -> str:
-    """``<case>-<check>-<capture>-<device>.py``, in characters every file system takes;
-    a digest of the real names where any had to be replaced."""
+    """``<case>-<check>-<capture>-<device>.py`` (:func:`_safe`)."""
     # A capture's failure is every check's of that capture: one script for them all.
     check = "capture" if finding.kind == "capture" else finding.check
     parts = [finding.case.name, check, finding.capture, finding.device]
     if finding.given is not None:  # a call's: its file and line before the case's name
         parts.insert(0, finding.given.call)
+    return f"{_safe(parts)}.py"
+
+
+def saved_file(finding: Finding, directory: Path) -> Path:
+    """Where a given model and its inputs are pickled (``given.py``): one file for
+    every script of the call's case, so a large model is written once, not per check."""
+    assert finding.given is not None
+    return directory / f"{_safe([finding.given.call, finding.case.name])}.pt"
+
+
+def _safe(parts: list[str]) -> str:
+    """``parts`` joined, in characters every file system takes; a digest of the real
+    names where any had to be replaced."""
     raw = "-".join(parts)
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", raw)[:150].lstrip(".-") or "case"
     if safe != raw:
         safe += "-" + hashlib.sha1(raw.encode()).hexdigest()[:8]
-    return f"{safe}.py"
+    return safe
 
 
 def write_script(finding: Finding, directory: Path) -> Path:
@@ -82,7 +94,7 @@ def script_text(finding: Finding) -> str:
         build_model = model_source(case, imports)
         build_inputs = inputs_source(case, imports)
     else:
-        saved = given_model.saved_file(Path(file_name(finding))).name
+        saved = saved_file(finding, Path(".")).name
         build_model = given_model.model_source(saved)
         build_inputs = given_model.inputs_source(saved)
         paths[:0] = finding.given.paths

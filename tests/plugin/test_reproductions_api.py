@@ -43,6 +43,12 @@ FIXED = BROKEN.replace("return self.lin(x) * self.calls", "return self.lin(x)")
 PARITY = {"checks": ["parity"], "expect": {"parity": {"steps": 2}}}
 
 
+def pickle_of(script: Path) -> Path:
+    """The one pickle of a call's case, beside each of its scripts."""
+    call_and_case, _ = script.name.split("-Baked-")
+    return script.with_name(f"{call_and_case}-Baked.pt")
+
+
 @pytest.fixture
 def source(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """``src/baked_api.py``, importable here as the user's own module is."""
@@ -70,7 +76,7 @@ def test_a_given_models_failure_is_reproduced_from_its_pickle(source: Path, tmp_
     assert f"reproduced in plain torch: {script}" in str(failed.value).splitlines()[0]
     assert json.loads(json.dumps(failed.value.report.to_json()))["items"][0]["repro"] == str(script)
     # Beside it, the caller's objects as given (never run: the count is still 0).
-    saved = torch.load(script.with_suffix(".pt"), weights_only=False)
+    saved = torch.load(pickle_of(script), weights_only=False)
     assert type(saved["model"]).__name__ == "Baked" and saved["model"].calls == 0
     assert torch.equal(saved["args"][0], x) and saved["kwargs"] == {}
     text = script.read_text()
@@ -80,9 +86,7 @@ def test_a_given_models_failure_is_reproduced_from_its_pickle(source: Path, tmp_
     (tmp_path / "fixed" / "src" / source.name).write_text(FIXED)
     fixed = tmp_path / "fixed" / "fixed.py"
     fixed.write_text(text.replace(str(source.parent), str(tmp_path / "fixed" / "src")))
-    fixed.with_name(script.with_suffix(".pt").name).write_bytes(
-        script.with_suffix(".pt").read_bytes()
-    )
+    fixed.with_name(pickle_of(script).name).write_bytes(pickle_of(script).read_bytes())
     ran = run_scripts(tmp_path, [script, fixed])
     status, printed = ran[script.name]
     assert status == 1 and "reproduced: ep.module(), step 2/2" in printed, printed
@@ -119,11 +123,18 @@ def test_repro_run_false_only_writes_the_script(source: Path, tmp_path: Path) ->
 
     with pytest.raises(ExportCheckFailed) as failed:
         check_model(
-            Baked(), args=(torch.randn(2, 4),), repro=tmp_path / "r", repro_run=False, **PARITY
-        )
-    item = failed.value.report["parity[export-cpu]"]
-    assert item.repro_outcome == "not run" and Path(item.repro or "").is_file()
-    assert Path(item.repro or "").with_suffix(".pt").is_file()
+            Baked(), args=(torch.randn(2, 4),), repro=tmp_path / "r", repro_run=False,
+            checks=["parity", "mutation"], expect={"parity": {"steps": 2}},
+        )  # fmt: skip
+    scripts = []
+    for check in ("parity", "mutation"):
+        item = failed.value.report[f"{check}[export-cpu]"]
+        assert item.repro_outcome == "not run" and Path(item.repro or "").is_file()
+        scripts.append(Path(item.repro or ""))
+    # Both checks' scripts load one pickle: a large model is written once.
+    assert sorted(p.name for p in (tmp_path / "r").iterdir()) == sorted(
+        [pickle_of(scripts[0]).name, *(s.name for s in scripts)]
+    )
 
 
 TEST = """
@@ -157,4 +168,4 @@ def test_the_fixture_writes_scripts_under_the_runs_repro_dir(pytester: pytest.Py
     script = Path(item["repro"])
     assert script.parent == pytester.path / "repro", item
     assert script.name.startswith("test_counter-") and item["repro_outcome"] == "reproduced"
-    assert script.with_suffix(".pt").is_file()
+    assert pickle_of(script).is_file()
