@@ -37,15 +37,17 @@ def test_in_one_process_the_run_fails_naming_the_item(
     result.stdout.fnmatch_lines(["exportcheck: supervised: a parent process fails the run*"])
 
 
-@pytest.mark.parametrize("how", WAYS)
-def test_under_xdist_the_item_crashed_and_the_run_goes_on(
-    hostile: pytest.Pytester, how: str
-) -> None:
-    write_hostile(hostile, ends(how))
+def test_under_xdist_each_item_crashed_and_the_run_goes_on(hostile: pytest.Pytester) -> None:
+    """Every way of ending the process in one xdist run: each ends its worker, whose
+    item fails naming it; a worker replaces it and the good case passes."""
+    write_hostile(
+        hostile, *(ends(how).replace("  ends:", f"  ends{n}:") for n, how in enumerate(WAYS))
+    )
     result = hostile.runpytest_subprocess("--exportcheck", "-n", "2")
     assert result.ret == 1
-    result.assert_outcomes(failed=1, passed=1)
-    result.stdout.fnmatch_lines(["*cases/hostile.yaml::ends::parity[[]export-cpu[]]*"])
+    result.assert_outcomes(failed=len(WAYS), passed=1)
+    for number in range(len(WAYS)):
+        result.stdout.fnmatch_lines([f"*cases/hostile.yaml::ends{number}::parity[[]export-cpu[]]*"])
     assert "supervised" not in result.stdout.str()
 
 
