@@ -229,7 +229,7 @@ def test_the_summary_line_carries_the_headline_under_xdist(project: pytest.Pytes
     write_cases(
         project, MLP_CASE.replace("Mlp", "PythonCounter") + "    expect: {parity: {steps: 2}}\n"
     )
-    result = project.runpytest("--exportcheck", "-n", "2", "-rf", "-k", "parity")
+    result = project.runpytest("--exportcheck", "-n", "1", "-rf", "-k", "parity")
     result.stdout.fnmatch_lines(
         ["FAILED cases/main.yaml::mlp::parity[[]export-cpu[]] - [[]parity[]] step 2: output: 8*"]
     )

@@ -251,7 +251,7 @@ def test_reports_are_written_whole_and_leave_no_temporary_file(
     project: pytest.Pytester,
 ) -> None:
     write_cases(project, MLP_CASE)
-    result = run(project, "-n", "2", "--exportcheck-report", "deep/dir/report.json")
+    result = run(project, "-n", "1", "--exportcheck-report", "deep/dir/report.json")
     result.stdout.fnmatch_lines(["exportcheck report: */deep/dir/report.json and report.md"])
     assert sorted(p.name for p in (project.path / "deep" / "dir").iterdir()) == [
         "report.json",
