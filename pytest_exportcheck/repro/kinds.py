@@ -41,6 +41,7 @@ CAPTURES = {
     "model{constraints})(*args, **kwargs)",
 }
 EXPORTS = ("export", "export-strict")
+DYNAMOS = ("dynamo", "dynamo-legacy")
 
 
 def kind_for(
@@ -70,6 +71,10 @@ def kind_for(
             return "lower", ""
         if stage in (check, "load", "run"):
             return lowered_kind(case, target, stage, findings)
+    if capture in DYNAMOS and stage == check and check in ("parity", "shapes"):
+        # The graph Dynamo captured, run as the model is (programs.GRAPH_PROGRAMS).
+        why = shapes_kind.unwritten_on_graph(case, findings, capture) if check == "shapes" else None
+        return (None, why) if why else (check, "")
     if capture == "dynamo":
         return None, f"the {stage or check} finding of a dynamo capture is not written yet"
     if stage == "hierarchy" == check and capture in EXPORTS:

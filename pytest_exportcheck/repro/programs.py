@@ -78,3 +78,29 @@ def programs_source(case: Case, *, only_stateful: bool) -> str:
             continue
         lines.append(f"    ({label(spelling)!r}, lambda ep, inputs: {program_source(spelling)}),")
     return "\n".join([*lines, "]"])
+
+
+# A Dynamo capture's one way of running (``capture/dynamo.py``'s "graph module"): the
+# graph it captured, called as the model is. The item makes it once and puts its state
+# back before each use (``capture/record.py``'s ``Resettable``); so does the script, as
+# dynamo_graph_capture_for_export's module cannot be deep-copied (it recurses).
+GRAPH_PROGRAMS = """
+_FIRST_STATE = {}
+
+
+def graph_module(captured):
+    \"\"\"The GraphModule a Dynamo capture gives (in ``torch._dynamo.export``'s result),
+    its parameters and buffers put back to the values it was captured with.\"\"\"
+    gm = getattr(captured, "graph_module", captured)
+    state = dict([*gm.named_parameters(), *gm.named_buffers()])
+    first = _FIRST_STATE.setdefault(id(gm), {n: t.detach().clone() for n, t in state.items()})
+    with torch.no_grad():
+        for name, tensor in state.items():
+            tensor.copy_(first[name])
+    return gm
+
+
+PROGRAMS = [
+    ("graph module", lambda ep, inputs: graph_module(ep)),
+]
+"""

@@ -21,11 +21,17 @@ from pytest_exportcheck.recordings.atomic import write_atomically
 from pytest_exportcheck.repro import given as given_model
 from pytest_exportcheck.repro.dynamic import SHAPES, dims_source
 from pytest_exportcheck.repro.hierarchy_kind import hierarchy_parts
-from pytest_exportcheck.repro.kinds import CAPTURES, LOWERINGS, MAINS
+from pytest_exportcheck.repro.kinds import CAPTURES, DYNAMOS, LOWERINGS, MAINS
 from pytest_exportcheck.repro.lowered_kind import LOADERS
 from pytest_exportcheck.repro.lowered_sizes import sizes_source
 from pytest_exportcheck.repro.moved_kind import MOVE_HELPERS
-from pytest_exportcheck.repro.programs import RETRACED, SAVED_AND_LOADED, moves, programs_source
+from pytest_exportcheck.repro.programs import (
+    GRAPH_PROGRAMS,
+    RETRACED,
+    SAVED_AND_LOADED,
+    moves,
+    programs_source,
+)
 from pytest_exportcheck.repro.shapes_kind import shapes_source
 from pytest_exportcheck.repro.signature_kind import expected_source
 from pytest_exportcheck.repro.source import HELPERS, Imports, inputs_source, model_source
@@ -99,7 +105,9 @@ def script_text(finding: Finding) -> str:
         build_inputs = given_model.inputs_source(saved)
         paths[:0] = finding.given.paths
     kind_sections = []  # before the imports are read: a kind's own inputs may add some
-    if finding.kind in ("parity", "mutation", "shapes"):
+    if finding.kind in ("parity", "shapes") and finding.capture in DYNAMOS:
+        kind_sections.append(GRAPH_PROGRAMS.strip())
+    elif finding.kind in ("parity", "mutation", "shapes"):
         if moves(case):  # a chain that moves the program to a device
             kind_sections.append(MOVE_HELPERS.strip())
         kind_sections.append(RETRACED.strip())

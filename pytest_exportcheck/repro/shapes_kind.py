@@ -82,6 +82,19 @@ def unwritten(case: Case, findings: tuple[str, ...]) -> str | None:
     return None
 
 
+def unwritten_on_graph(case: Case, findings: tuple[str, ...], capture: str) -> str | None:
+    """As :func:`unwritten`, for a Dynamo capture's graph: findings at sizes only (a
+    Dynamo graph has no ``range_constraints`` to read a recorded range from)."""
+    why = unwritten(case, findings)
+    if why is not None:
+        return why
+    for finding in findings:
+        if not isinstance(parse(case, finding), AtSizes):
+            head = finding.splitlines()[0][:80]
+            return f"the shapes finding {head!r} of a {capture} capture is not written yet"
+    return None
+
+
 def parse(case: Case, finding: str) -> AtSizes | Recorded | Unmade | str:
     """The finding as a script runs it, or why it cannot be written."""
     spec = case.dynamic

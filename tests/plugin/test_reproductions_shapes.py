@@ -32,6 +32,13 @@ class Baked(nn.Module):
         return x * x.shape[0]
 
 
+class OneBranch(nn.Module):
+    \"\"\"A Python branch on a batch of one: Dynamo's graph keeps the example's branch.\"\"\"
+
+    def forward(self, x):
+        return x * 2 if x.shape[0] == 1 else x - x.mean(0)
+
+
 class Guarded(nn.Module):
     \"\"\"A guard only the capture sees: the program refuses a batch of 7.\"\"\"
 
@@ -70,6 +77,11 @@ from torch import nn
 class Baked(nn.Module):
     def forward(self, x):
         return x * x.shape[0]
+
+
+class OneBranch(nn.Module):
+    def forward(self, x):
+        return x - x.mean(0)
 
 
 class Guarded(nn.Module):
@@ -114,6 +126,13 @@ cases:
     captures: [export-strict]
     dynamic:
       shapes: {{"args[0]": {{0: {{dynamic: {{min: 1, max: 8}}}}}}}}
+  one_branch:
+    description: a branch on a batch of one, in Dynamo's graph
+    model: {{target: models.py:OneBranch}}
+    inputs: {{args: [{{shape: [2, 4]}}]}}
+    checks: [shapes]
+    captures: [dynamo-legacy]
+{BATCH}
   lax:
     description: a batch eager refuses
     model: {{target: models.py:Lax}}
@@ -152,6 +171,10 @@ def test_each_shapes_and_signature_failure_gets_its_script(project: tuple) -> No
             "guarded-shapes-export-strict-cpu.py",
         ),
         ("cases/main.yaml::lax::shapes[export-cpu]", "lax-shapes-export-cpu.py"),
+        (
+            "cases/main.yaml::one_branch::shapes[dynamo-legacy-cpu]",
+            "one_branch-shapes-dynamo-legacy-cpu.py",
+        ),
         ("cases/main.yaml::scaled::signature[export-cpu]", "scaled-signature-export-cpu.py"),
     ]:
         item = items[nodeid]
@@ -159,15 +182,16 @@ def test_each_shapes_and_signature_failure_gets_its_script(project: tuple) -> No
         assert item["repro"] == str(root / "repro" / script)
         assert item["repro_outcome"] == "not run", item
     assert (
-        "of 4 failures, 0 reproduced in plain torch, 0 not reproduced outside the plugin, " in out
+        "of 5 failures, 0 reproduced in plain torch, 0 not reproduced outside the plugin, " in out
     )
-    assert "4 not run, 0 with no plain reproduction yet" in out, out
+    assert "5 not run, 0 with no plain reproduction yet" in out, out
 
 
 SHOWN = {
     "baked-shapes-export-cpu.py": "ep.module(): differs from eager:",
     "guarded-shapes-export-strict-cpu.py": "ep.module(): raised AssertionError: Guard failed",
     "lax-shapes-export-cpu.py": "eager: raised ValueError: a batch of one",
+    "one_branch-shapes-dynamo-legacy-cpu.py": "graph module: differs from eager:",
     "scaled-signature-export-cpu.py": "c_scale: constant -> scale",
 }
 

@@ -157,3 +157,24 @@ def test_a_program_the_check_could_not_make_is_made_again_by_its_script() -> Non
     )
     assert f"UNMADE = [\n    dict(finding={finding!r}, program='saved and loaded'),\n]" in text
     compile(text, "script", "exec")
+
+
+@pytest.mark.parametrize("capture", ["dynamo", "dynamo-legacy"])
+def test_a_dynamo_graphs_findings_at_sizes_run_its_graph_module(capture: str) -> None:
+    case = CASES["batch_one_min1"]
+    at_sizes = (
+        "at batch=1 (min): output: 4 / 4 elements outside tolerance; eager -2.68914, graph module 0"
+    )
+    assert kind_for(case, capture, "shapes", "shapes", (at_sizes,)) == ("shapes", "")
+    text = script_text(
+        Finding("n", case, capture, "shapes", "cpu", "shapes", "m", findings=(at_sizes,))
+    )
+    assert '("graph module", lambda ep, inputs: graph_module(ep))' in text
+    assert "run_decompositions" not in text  # no export program: the graph is the program
+    compile(text, "script", "exec")
+    # A range Dynamo narrowed is its ShapeEnv's: no range_constraints to read it from.
+    narrowed = "declared dim batch (args[0] dim 0) is [1, 8], but dynamo narrowed it to [2, 8]"
+    kind, why = kind_for(case, capture, "shapes", "shapes", (at_sizes, narrowed))
+    assert kind is None and why.endswith(f"of a {capture} capture is not written yet"), why
+    # Parity runs that graph too, over the case's steps.
+    assert kind_for(case, capture, "parity", "parity") == ("parity", "")
