@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pytest_exportcheck.reports.markdown_text import md_code, md_text
+from pytest_exportcheck.reports.repro_outcomes import contradicts
 from pytest_exportcheck.reports.results import ItemResult
 from pytest_exportcheck.spec.case import ALL_CHECKS, LOWERED_CHECKS
 
@@ -24,6 +25,10 @@ SYMBOLS: dict[str, str] = {
     "skipped": "s",
     "not_applicable": "-",
 }
+# A failure whose plain-torch reproduction showed nothing (--exportcheck-repro): told
+# apart from F, and named in the legend only where a matrix has one.
+CONTRADICTED = "?"
+CONTRADICTED_LEGEND = "? failed, not reproduced in plain torch (may be the plugin's own error)"
 LEGEND = "  ".join(
     f"{symbol} {'n/a' if name == 'not_applicable' else name}" for name, symbol in SYMBOLS.items()
 )
@@ -113,9 +118,12 @@ def check_letters(checks: list[str]) -> dict[str, str]:
 
 
 def symbol(result: ItemResult) -> str:
-    """The item's cell: its outcome's symbol, ``g`` for a pass with gaps."""
+    """The item's cell: its outcome's symbol, ``g`` for a pass with gaps, ``?`` for a
+    failure plain torch does not reproduce."""
     if result.outcome == "passed" and result.gaps:
         return SYMBOLS["passed with gaps"]
+    if result.outcome == "failed" and contradicts(result.repro_outcome):
+        return CONTRADICTED
     return SYMBOLS[result.outcome]
 
 
@@ -191,7 +199,9 @@ def _groups(matrix: Matrix) -> list[tuple[str, str, list[tuple[str, str]]]]:
 def legend_lines(matrix: Matrix) -> list[str]:
     checks = [*matrix.checks, *([CONSISTENCY] if matrix.consistency else [])]
     names = "  ".join(f"{matrix.letters[check]} {check}" for check in checks)
-    return [f"legend: {LEGEND}  (blank: no such item)", f"checks: {names}"]
+    contradicted = any(CONTRADICTED in row.cells.values() for row in matrix.rows)
+    legend = f"{LEGEND}  {CONTRADICTED_LEGEND}" if contradicted else LEGEND
+    return [f"legend: {legend}  (blank: no such item)", f"checks: {names}"]
 
 
 def render_text(matrix: Matrix, width: int = 120) -> list[str]:

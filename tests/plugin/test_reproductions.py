@@ -281,6 +281,9 @@ def test_a_verdict_the_plugin_alone_reaches_is_said_loudly(pytester: pytest.Pyte
     result.stdout.fnmatch_lines(
         [
             "*not reproduced outside the plugin: this verdict may be the plugin's own error*",
+            "legend: * ? failed, not reproduced in plain torch (may be the plugin's own "
+            "error)  (blank: no such item)",
+            "  fine * ?",  # its matrix cell: told apart from F
             "*of 1 failures, 0 reproduced in plain torch, 1 not reproduced outside the plugin*",
             "*1 verdict(s) that plain torch contradicts may be the plugin's own error*",
         ]
