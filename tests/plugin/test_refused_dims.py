@@ -18,12 +18,12 @@ import childkit
 import pytest
 import yaml
 
+# One worker runs this file: its module-scoped fixture is made once, not once per worker.
+pytestmark = pytest.mark.xdist_group("test_refused_dims")
+
 SEQ2SEQ = '''
 import torch
 from torch import nn
-
-# One worker runs this file: its module-scoped fixture is made once, not once per worker.
-pytestmark = pytest.mark.xdist_group("test_refused_dims")
 
 
 class GruSeq2Seq(nn.Module):
