@@ -178,3 +178,7 @@ def test_a_dynamo_graphs_findings_at_sizes_run_its_graph_module(capture: str) ->
     assert kind is None and why.endswith(f"of a {capture} capture is not written yet"), why
     # Parity runs that graph too, over the case's steps.
     assert kind_for(case, capture, "parity", "parity") == ("parity", "")
+    # A finding of the graph fed eager state alone: that way of running is not written.
+    fed = "step 2: output: 8 / 8 elements outside tolerance; eager 1, graph fed eager state 2"
+    kind, why = kind_for(case, capture, "parity", "parity", (fed,))
+    assert kind is None and "graph fed eager state is not written yet" in why, why
