@@ -17,6 +17,37 @@ from pathlib import Path
 
 import childkit
 
+# The failure most reproduction tests show, as a case's model source (``torch`` and
+# ``nn`` imported by the file around it): a count kept in a Python int, which the
+# program bakes at the value it was traced with (parity at step 2, mutation's steps);
+# and the model fixed, the count in a buffer the program carries.
+BAKED = '''
+class Baked(nn.Module):
+    """Counts calls in a Python int: the program bakes the count it was traced with."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        return self.lin(x) * self.calls
+'''
+BAKED_FIXED = '''
+class Baked(nn.Module):
+    """The count in a buffer: the program carries it."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.register_buffer("calls", torch.zeros(()))
+
+    def forward(self, x):
+        self.calls.add_(1)
+        return self.lin(x) * self.calls
+'''
+
 # Runs each script given, then prints one JSON line: per script its status and its
 # output, and the modules of pytest or this plugin the interpreter ever imported.
 DRIVER = """

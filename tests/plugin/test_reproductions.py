@@ -17,12 +17,13 @@ from pathlib import Path
 
 import childkit
 import pytest
-from reprokit import copied_project, project_run, run_scripts
+from reprokit import BAKED, BAKED_FIXED, copied_project, project_run, run_scripts
 
 # One worker runs this file: its module-scoped fixture is made once, not once per worker.
 pytestmark = pytest.mark.xdist_group("test_reproductions")
 
-MODELS = """
+MODELS = (
+    """
 import torch
 from torch import nn
 
@@ -36,17 +37,9 @@ class Refused(nn.Module):
         return x - 1
 
 
-class Baked(nn.Module):
-    \"\"\"Counts calls in a Python int: the program bakes the count it was traced with.\"\"\"
-
-    def __init__(self):
-        super().__init__()
-        self.lin = nn.Linear(4, 4)
-        self.calls = 0
-
-    def forward(self, x):
-        self.calls += 1
-        return self.lin(x) * self.calls
+"""
+    + BAKED
+    + """
 
 
 class Shared(nn.Module):
@@ -67,8 +60,10 @@ class Sized(nn.Module):
     def forward(self, x):
         return x * 2 if x.shape[0] == 2 else x
 """
+)
 
-FIXED = """
+FIXED = (
+    """
 import torch
 from torch import nn
 
@@ -78,17 +73,9 @@ class Refused(nn.Module):
         return torch.where(x.sum() > 0, x + 1, x - 1)
 
 
-class Baked(nn.Module):
-    \"\"\"The count in a buffer: the program carries it.\"\"\"
-
-    def __init__(self):
-        super().__init__()
-        self.lin = nn.Linear(4, 4)
-        self.register_buffer("calls", torch.zeros(()))
-
-    def forward(self, x):
-        self.calls.add_(1)
-        return self.lin(x) * self.calls
+"""
+    + BAKED_FIXED
+    + """
 
 
 class Shared(nn.Module):
@@ -105,6 +92,7 @@ class Sized(nn.Module):
     def forward(self, x):
         return x.relu()
 """
+)
 
 CASES = """
 cases:

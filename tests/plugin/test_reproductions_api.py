@@ -16,28 +16,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from reprokit import run_scripts
+from reprokit import BAKED, run_scripts
 from torch import nn
 
 from pytest_exportcheck import ExportCheckFailed, check_model
 
-BROKEN = """
-import torch
-from torch import nn
-
-
-class Baked(nn.Module):
-    \"\"\"Counts calls in a Python int: the program bakes the count it was traced with.\"\"\"
-
-    def __init__(self):
-        super().__init__()
-        self.lin = nn.Linear(4, 4)
-        self.calls = 0
-
-    def forward(self, x):
-        self.calls += 1
-        return self.lin(x) * self.calls
-"""
+BROKEN = "import torch\nfrom torch import nn\n\n" + BAKED
 # The fix a user makes in the module: the pickled model (its `calls` too) loads unchanged.
 FIXED = BROKEN.replace("return self.lin(x) * self.calls", "return self.lin(x)")
 PARITY = {"checks": ["parity"], "expect": {"parity": {"steps": 2}}}

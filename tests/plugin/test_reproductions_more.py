@@ -24,12 +24,13 @@ from pathlib import Path
 
 import childkit
 import pytest
-from reprokit import copied_project, project_run, run_scripts
+from reprokit import BAKED, BAKED_FIXED, copied_project, project_run, run_scripts
 
 # One worker runs this file: its module-scoped fixture is made once, not once per worker.
 pytestmark = pytest.mark.xdist_group("test_reproductions_more")
 
-MODELS = """
+MODELS = (
+    """
 import typing
 
 import torch
@@ -93,20 +94,14 @@ class Headed(nn.Module):
         return self.head(x).logits
 
 
-class Baked(nn.Module):
-    \"\"\"Counts calls in a Python int: the program bakes the count it was traced with.\"\"\"
-
-    def __init__(self):
-        super().__init__()
-        self.lin = nn.Linear(4, 4)
-        self.calls = 0
-
-    def forward(self, x):
-        self.calls += 1
-        return self.lin(x) * self.calls
 """
+    + BAKED
+    + """
+"""
+)
 
-FIXED = """
+FIXED = (
+    """
 import torch
 from torch import nn
 
@@ -149,18 +144,11 @@ class Headed(nn.Module):
         return self.head(x)
 
 
-class Baked(nn.Module):
-    \"\"\"The count in a buffer: the program carries it.\"\"\"
-
-    def __init__(self):
-        super().__init__()
-        self.lin = nn.Linear(4, 4)
-        self.register_buffer("calls", torch.zeros(()))
-
-    def forward(self, x):
-        self.calls.add_(1)
-        return self.lin(x) * self.calls
 """
+    + BAKED_FIXED
+    + """
+"""
+)
 
 CASES = """
 cases:
