@@ -120,3 +120,22 @@ def run_scripts(root: Path, paths: list[Path], timeout: float = 300) -> dict[str
     found = json.loads(line.removeprefix("RESULTS "))
     assert found["imported"] == [], "a reproduction imports neither pytest nor this plugin"
     return {Path(p).name: (status, text) for p, (status, text) in found["results"].items()}
+
+
+def shown_then_not_once_fixed(
+    copy: Path, shown: dict[str, str], fixed: str
+) -> tuple[dict[str, tuple[int, str]], dict[str, tuple[int, str]]]:
+    """Each script of ``shown`` under ``copy/repro`` exits 1 printing its text; with
+    ``copy``'s ``models.py`` replaced by ``fixed``, each exits 0, "not reproduced". Both
+    runs' results, for what a test reads further."""
+    paths = [copy / "repro" / name for name in shown]
+    before = run_scripts(copy, paths)
+    for name, (status, printed) in before.items():
+        assert status == 1, (name, printed)
+        assert shown[name] in printed, (name, printed)
+    (copy / "cases" / "models.py").write_text(fixed)
+    after = run_scripts(copy, paths)
+    for name, (status, printed) in after.items():
+        assert status == 0, (name, printed)
+        assert "not reproduced" in printed, (name, printed)
+    return before, after

@@ -17,7 +17,14 @@ from pathlib import Path
 
 import childkit
 import pytest
-from reprokit import BAKED, BAKED_FIXED, copied_project, project_run, run_scripts
+from reprokit import (
+    BAKED,
+    BAKED_FIXED,
+    copied_project,
+    project_run,
+    run_scripts,
+    shown_then_not_once_fixed,
+)
 
 # One worker runs this file: its module-scoped fixture is made once, not once per worker.
 pytestmark = pytest.mark.xdist_group("test_reproductions")
@@ -226,15 +233,7 @@ SHOWN = {
 def test_a_script_shows_the_finding_then_not_once_the_model_is_fixed(
     project: tuple, tmp_path: Path
 ) -> None:
-    copy = copied_project(project[0], tmp_path)
-    paths = [copy / "repro" / name for name in SHOWN]
-    for name, (status, printed) in run_scripts(copy, paths).items():
-        assert status == 1, (name, printed)
-        assert SHOWN[name] in printed, (name, printed)
-    (copy / "cases" / "models.py").write_text(FIXED)
-    for name, (status, printed) in run_scripts(copy, paths).items():
-        assert status == 0, (name, printed)
-        assert "not reproduced" in printed, (name, printed)
+    shown_then_not_once_fixed(copied_project(project[0], tmp_path), SHOWN, FIXED)
 
 
 @pytest.mark.quick  # the one in-process run that writes and runs a script

@@ -24,7 +24,14 @@ from pathlib import Path
 
 import childkit
 import pytest
-from reprokit import BAKED, BAKED_FIXED, copied_project, project_run, run_scripts
+from reprokit import (
+    BAKED,
+    BAKED_FIXED,
+    copied_project,
+    project_run,
+    run_scripts,
+    shown_then_not_once_fixed,
+)
 
 # One worker runs this file: its module-scoped fixture is made once, not once per worker.
 pytestmark = pytest.mark.xdist_group("test_reproductions_more")
@@ -276,19 +283,10 @@ def test_a_script_shows_the_finding_then_not_once_the_model_is_fixed(
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "move_to_device_pass" in out.read_text()
-    paths = [copy / "repro" / name for name in SHOWN]
-    ran = run_scripts(copy, paths)
-    for name, (status, printed) in ran.items():
-        assert status == 1, (name, printed)
-        assert SHOWN[name] in printed, (name, printed)
+    before, after = shown_then_not_once_fixed(copy, SHOWN, FIXED)
     # the retrace, with the case's dims, too
-    assert "retrace, step 2/2: the output differs" in ran["chained-parity-export-cpu.py"][1]
-    (copy / "cases" / "models.py").write_text(FIXED)
-    ran = run_scripts(copy, paths)
-    for name, (status, printed) in ran.items():
-        assert status == 0, (name, printed)
-        assert "not reproduced" in printed, (name, printed)
-    assert "the program moved to cpu agrees with eager" in ran["moved.py"][1]
+    assert "retrace, step 2/2: the output differs" in before["chained-parity-export-cpu.py"][1]
+    assert "the program moved to cpu agrees with eager" in after["moved.py"][1]
 
 
 def test_a_loaded_script_loads_the_stored_program_until_it_is_saved_again(

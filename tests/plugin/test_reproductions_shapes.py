@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from reprokit import copied_project, project_run, run_scripts
+from reprokit import copied_project, project_run, shown_then_not_once_fixed
 
 # One worker runs this file: its module-scoped fixture is made once, not once per worker.
 pytestmark = pytest.mark.xdist_group("test_reproductions_shapes")
@@ -200,12 +200,6 @@ def test_a_script_shows_the_finding_then_not_once_the_model_is_fixed(
     project: tuple, tmp_path: Path
 ) -> None:
     copy = copied_project(project[0], tmp_path)
-    paths = [copy / "repro" / name for name in SHOWN]
-    for name, (status, printed) in run_scripts(copy, paths).items():
-        assert status == 1, (name, printed)
+    before, _ = shown_then_not_once_fixed(copy, SHOWN, FIXED)
+    for _, printed in before.values():
         assert any(line.startswith("reproduced: ") for line in printed.splitlines()), printed
-        assert SHOWN[name] in printed, (name, printed)
-    (copy / "cases" / "models.py").write_text(FIXED)
-    for name, (status, printed) in run_scripts(copy, paths).items():
-        assert status == 0, (name, printed)
-        assert "not reproduced" in printed, (name, printed)
