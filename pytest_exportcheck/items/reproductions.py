@@ -28,7 +28,11 @@ from pytest_exportcheck.items.item_results import API_CALL_PROPERTY
 from pytest_exportcheck.repro.confirm import (
     NO_VERDICT,
     NOT_REPRODUCED,
+    NOT_RUN,
+    NOT_WRITTEN,
     REPRODUCED,
+    XPASS_GONE,
+    XPASS_SHOWS,
     Confirmation,
     confirm,
 )
@@ -43,10 +47,6 @@ if TYPE_CHECKING:
     from pytest_exportcheck.spec.case import XfailSpec
 
 REPRODUCTIONS = pytest.StashKey["Reproductions"]()
-NOT_WRITTEN = "no plain reproduction yet"
-NOT_RUN = "not run"
-# An XPASS(strict)'s script, run: the finding its xfail expects is gone, or still shows.
-XPASS_GONE, XPASS_SHOWS = "gone in plain torch too", "still shows in plain torch"
 RAISING = ("capture", "lower")  # kinds whose finding is an exception torch raised
 # Failures that are not findings about the export: no reproduction is owed.
 NOT_FINDINGS = ("case", "eager", "internal", "timeout", "crashed", "?")

@@ -14,12 +14,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_exportcheck.repro.confirm import NO_VERDICT, NOT_REPRODUCED, REPRODUCED
+from pytest_exportcheck.repro.confirm import (
+    NO_VERDICT,
+    NOT_REPRODUCED,
+    NOT_RUN,
+    REPRODUCED,
+    XPASS_GONE,
+    XPASS_SHOWS,
+)
 
-# items/reproductions.py's words (checked equal by the tests; that module imports pytest
-# and the script writers, which a report has no need of).
-NOT_RUN = "not run"
-XPASS_GONE, XPASS_SHOWS = "gone in plain torch too", "still shows in plain torch"
 CONTRADICTING = frozenset({NOT_REPRODUCED, XPASS_SHOWS})
 
 WORDS = {

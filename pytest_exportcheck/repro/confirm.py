@@ -21,6 +21,11 @@ from pathlib import Path
 from pytest_exportcheck.containment.exit_status import describe_returncode
 
 REPRODUCED, NOT_REPRODUCED, NO_VERDICT = "reproduced", "not reproduced", "no verdict"
+# The item's outcome where no script ran, or none was written (items/reproductions.py);
+# an XPASS(strict)'s script, run: the finding its xfail expects is gone, or still shows.
+# Every report says them in its words (reports/repro_outcomes.py).
+NOT_RUN, NOT_WRITTEN = "not run", "no plain reproduction yet"
+XPASS_GONE, XPASS_SHOWS = "gone in plain torch too", "still shows in plain torch"
 DEFAULT_SECONDS = 600.0  # where the item has no time limit
 SHOWN_LINES = 6  # of what a script printed, where it reached no verdict
 
