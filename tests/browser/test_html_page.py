@@ -25,9 +25,6 @@ from reportkit import HOSTILE, document, item, mixed
 from pytest_exportcheck.__main__ import main
 from pytest_exportcheck.reports.html import render
 
-# One worker runs this file: its module-scoped fixture is made once, not once per worker.
-pytestmark = pytest.mark.xdist_group("test_html_page")
-
 DRIVER_NAMES = ("chromedriver",)
 BROWSER_NAMES = ("chromium", "chromium-browser")
 

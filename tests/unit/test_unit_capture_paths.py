@@ -23,9 +23,6 @@ from pytest_exportcheck.model.subject import Subject
 from pytest_exportcheck.spec import load_case_file
 from pytest_exportcheck.spec.compat import dynamo_graph_capture
 
-# One worker runs this file: its module-scoped fixture is made once, not once per worker.
-pytestmark = pytest.mark.xdist_group("test_unit_capture_paths")
-
 HAS_DYNAMO = dynamo_graph_capture() is not None
 
 CASE = """

@@ -17,9 +17,6 @@ from pytest_exportcheck.items.item_run import compare_captures
 from pytest_exportcheck.model.subject import Subject
 from pytest_exportcheck.spec import Case
 
-# One worker runs this file: its module-scoped fixture is made once, not once per worker.
-pytestmark = pytest.mark.xdist_group("test_unit_capture_summaries")
-
 CASE = """
 cases:
   tied:

@@ -17,9 +17,6 @@ from pytest_exportcheck.model.forward_defaults import forward_defaults
 from pytest_exportcheck.model.subject import Subject
 from pytest_exportcheck.spec.compat import dynamo_graph_capture, satisfies
 
-# One worker runs this file: its module-scoped fixture is made once, not once per worker.
-pytestmark = pytest.mark.xdist_group("test_unit_forward_defaults")
-
 CASE = """
 cases:
   defaults:

@@ -19,9 +19,6 @@ from pytest_exportcheck.model.program_files import (
     saved_and_loaded,
 )
 
-# One worker runs this file: its module-scoped fixture is made once, not once per worker.
-pytestmark = pytest.mark.xdist_group("test_unit_program_files")
-
 PACKAGE = Path(__file__).resolve().parents[2] / "pytest_exportcheck"
 
 

@@ -16,9 +16,6 @@ from hypothesis import strategies as st
 
 from pytest_exportcheck.spec import Case, SpecError, load_case_file
 
-# One worker runs this file: its module-scoped fixture is made once, not once per worker.
-pytestmark = pytest.mark.xdist_group("test_unit_yaml_fuzz")
-
 FUZZ = settings(
     max_examples=200,
     deadline=None,
