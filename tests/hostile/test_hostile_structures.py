@@ -3,6 +3,9 @@ named at its stage, never an ``[internal]`` traceback or the forward blamed."""
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
+
 import pytest
 from hostilekit import hostile_case, write_hostile
 
@@ -31,6 +34,18 @@ def test_a_deep_copy_that_is_not_independent_fails_its_case(hostile: pytest.Pyte
     assert "[internal]" not in result.stdout.str()
 
 
+@pytest.fixture
+def default_recursion_limit() -> Iterator[None]:
+    """Python's default recursion limit for the test: Inductor raises a process's to
+    2000 for good once it compiles (``compile_fx``), as an earlier in-process test may
+    have, and at 2000 the 200-deep output copies."""
+    before = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    yield
+    sys.setrecursionlimit(before)
+
+
+@pytest.mark.usefixtures("default_recursion_limit")
 def test_an_output_nested_too_deep_is_named_at_its_stage(hostile: pytest.Pytester) -> None:
     write_hostile(
         hostile,
