@@ -19,23 +19,34 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 from collections.abc import Sequence
 from typing import Any
 
 import pluginkit
+import warmstart
 
 # A bound for a child that names none: far above the slowest child of the suite (a
 # pytest run of its own, under a busy machine), far below "waits forever".
 DEFAULT_TIMEOUT = 300.0
 
 _started: list[subprocess.Popen[Any]] = []
+# Whether a Python child starts warm (tests/warmstart.py) unless it says: set for a test
+# by the ``warm_children`` fixture, for children whose start is not what it reads.
+warm_by_default = False
+# Whether the xdist workers of the test's in-process pytester runs start warm: off for
+# the hostile tests, whose subjects include how a worker's process ends.
+warm_xdist_workers = True
 _CLOSE = object()  # pytester's CLOSE_STDIN default, before a Pytester is at hand
 
 
 class GroupPopen(subprocess.Popen):  # type: ignore[type-arg]
     """A child in a session of its own: ``kill()`` and ``terminate()`` reach its group."""
 
-    def __init__(self, args: Any, **kwargs: Any) -> None:
+    def __init__(self, args: Any, *, warm: bool | None = None, **kwargs: Any) -> None:
+        warm = warm_by_default if warm is None else warm
+        if warm and not isinstance(args, str | bytes) and list(args[:1]) == [sys.executable]:
+            args = warmstart.python_command([str(arg) for arg in args[1:]])
         kwargs["start_new_session"] = True
         env = kwargs.get("env")
         kwargs["env"] = pluginkit.child_environment(dict(os.environ if env is None else env))
@@ -82,13 +93,16 @@ def run(
     timeout: float = DEFAULT_TIMEOUT,
     check: bool = False,
     capture_output: bool = False,
+    warm: bool | None = None,
     **kwargs: Any,
 ) -> subprocess.CompletedProcess[Any]:
     """``subprocess.run`` for a test's child: its group killed on a timeout or on any
-    exception while waiting (KeyboardInterrupt included)."""
+    exception while waiting (KeyboardInterrupt included). ``warm``: a Python child
+    forked from one that imported torch (``tests/warmstart.py``), for a child whose
+    start the test does not read; default :data:`warm_by_default`."""
     if capture_output:
         kwargs["stdout"] = kwargs["stderr"] = subprocess.PIPE
-    process = GroupPopen(args, **kwargs)
+    process = GroupPopen(args, warm=warm, **kwargs)
     try:
         out, err = process.communicate(timeout=timeout)
     except BaseException:

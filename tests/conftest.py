@@ -14,12 +14,15 @@ from pathlib import Path
 
 import _pytest.pytester
 import childkit
+import execnet
+import execnet.gateway_io
 import pluginkit
 import pytest
 
 # torch cannot be imported twice into one interpreter (its C extension refuses),
 # so it is imported once, here, for every in-process run.
 import torch  # noqa: F401
+import warmstart
 from casekit import MODELS
 
 import pytest_exportcheck
@@ -82,10 +85,25 @@ def pytest_keyboard_interrupt() -> None:
 
 
 _controller: pytest.Config | None = None
+_cold_popen_args = execnet.gateway_io.popen_args
+
+
+def _warm_popen_args(spec: execnet.XSpec) -> list[str]:
+    """An xdist worker of a pytester run, started as its own Python but forked from one
+    that imported torch once (``tests/warmstart.py``), its process start not being what
+    the test reads."""
+    args = _cold_popen_args(spec)
+    if spec.python or args[0] != sys.executable or not childkit.warm_xdist_workers:
+        return args
+    return warmstart.python_command(args[1:])
 
 
 def pytest_configure(config: pytest.Config) -> None:
     global _controller
+    if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
+        # In the process running the tests: the xdist workers of the pytester runs start
+        # warm (tests/warmstart.py). Not on the controller, whose workers are this suite's.
+        execnet.gateway_io.popen_args = _warm_popen_args
     if not hasattr(config, "workerinput"):
         # The plugin's bytecode, written once, as installing a package does: every
         # pytest run a test starts imports ~120 of its modules, and where bytecode is not
@@ -112,6 +130,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if UNIT_TESTS in item.path.parents:
             item.add_marker(pytest.mark.quick)
+
+
+@pytest.fixture
+def warm_children(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test's Python children (``runpytest_subprocess`` and ``childkit.run``) start
+    warm (``tests/warmstart.py``): for tests that read what a run does, not how its
+    process started."""
+    monkeypatch.setattr(childkit, "warm_by_default", True)
 
 
 @pytest.fixture

@@ -89,7 +89,7 @@ def project_run(
             sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--exportcheck",
             "cases", "--exportcheck-repro=repro", "--exportcheck-report=report.json", *args,
         ],
-        cwd=root, capture_output=True, text=True, timeout=600,
+        cwd=root, capture_output=True, text=True, timeout=600, warm=True,
     )  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr
     items = {i["nodeid"]: i for i in json.loads((root / "report.json").read_text())["items"]}
@@ -113,7 +113,7 @@ def run_scripts(root: Path, paths: list[Path], timeout: float = 300) -> dict[str
     Asserts the interpreter imported neither pytest nor this plugin."""
     done = childkit.run(
         [sys.executable, "-c", DRIVER, *map(str, paths)],
-        cwd=root, capture_output=True, text=True, timeout=timeout,
+        cwd=root, capture_output=True, text=True, timeout=timeout, warm=True,
     )  # fmt: skip
     line = next((x for x in done.stdout.splitlines() if x.startswith("RESULTS ")), None)
     assert line is not None, done.stdout + done.stderr

@@ -4,10 +4,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import childkit
 import pytest
 from hostilekit import start_probe
 
 HOSTILE_MODELS = Path(__file__).with_name("hostile_models.py")
+
+
+@pytest.fixture(autouse=True)
+def _warm_children(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pytest runs here start warm (``tests/warmstart.py``): forked from an
+    interpreter that imported torch, they still run, fork, crash and end as a user's do,
+    their exit status and signals passed on whole. ``test_supervised_run.py``, whose
+    subject is the supervisor's own process (who signals it, who its parent is), starts
+    its runs as a user does."""
+    monkeypatch.setattr(childkit, "warm_by_default", True)
 
 
 @pytest.fixture

@@ -15,10 +15,19 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import childkit
 import pytest
 from hostilekit import hostile_case, start_probe, write_hostile
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="posix, /proc")
+
+
+@pytest.fixture(autouse=True)
+def _cold_children(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each run starts as a user's does, no warm start (``tests/warmstart.py``): which
+    process is pytest's parent, who signals it and how its session starts are read here."""
+    monkeypatch.setattr(childkit, "warm_by_default", False)
+    monkeypatch.setattr(childkit, "warm_xdist_workers", False)
 
 
 def case(model: str, checks: str = "[parity]") -> str:

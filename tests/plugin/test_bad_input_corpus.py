@@ -24,9 +24,6 @@ import childkit
 import pytest
 from casekit import MODELS
 
-# One worker runs this file: its module-scoped fixture is made once, not once per worker.
-pytestmark = pytest.mark.xdist_group("test_bad_input_corpus")
-
 
 @dataclass(frozen=True)
 class Variant:
@@ -293,7 +290,7 @@ def corpus_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict[str,
             path.write_text(variant.text.replace("SUBJECT", variant.id))
     command = [sys.executable, "-m", "pytest", "--exportcheck", "-n", "2", "-p",
                "no:cacheprovider", "--exportcheck-report=report.json"]  # fmt: skip
-    done = childkit.run(command, cwd=root, capture_output=True, text=True, timeout=600)
+    done = childkit.run(command, cwd=root, capture_output=True, text=True, timeout=600, warm=True)
     report = json.loads((root / "report.json").read_text())
     by_file: dict[str, list[Any]] = {}
     for item in report["items"]:

@@ -18,9 +18,6 @@ import childkit
 import pytest
 import yaml
 
-# One worker runs this file: its module-scoped fixture is made once, not once per worker.
-pytestmark = pytest.mark.xdist_group("test_refused_dims")
-
 SEQ2SEQ = '''
 import torch
 from torch import nn
@@ -64,7 +61,7 @@ def scaffolded(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
             "--dynamic", "args[0]:1=src_len[2..32]", "--dynamic", "args[1]:1=tgt_len[2..32]",
             "--capture", "export", "--capture", "export-strict", "-o", "seq2seq.yaml",
         ],
-        cwd=root, capture_output=True, text=True, timeout=600,
+        cwd=root, capture_output=True, text=True, timeout=600, warm=True,
     )  # fmt: skip
     assert done.returncode == 1, done.stderr  # written; no capture succeeded
     return done.stderr, (root / "seq2seq.yaml").read_text()

@@ -26,9 +26,6 @@ from reprokit import (
     shown_then_not_once_fixed,
 )
 
-# One worker runs this file: its module-scoped fixture is made once, not once per worker.
-pytestmark = pytest.mark.xdist_group("test_reproductions")
-
 MODELS = (
     """
 import torch
@@ -286,7 +283,7 @@ def test_the_command_writes_one_items_script_from_a_report(project: tuple, tmp_p
             sys.executable, "-m", "pytest_exportcheck", "repro", nodeid,
             "--report", "report.json", "-o", str(out),
         ],
-        cwd=root, capture_output=True, text=True, timeout=120,
+        cwd=root, capture_output=True, text=True, timeout=120, warm=True,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     text = out.read_text()
@@ -296,6 +293,6 @@ def test_the_command_writes_one_items_script_from_a_report(project: tuple, tmp_p
     assert status == 1 and "reproduced: the capture raised" in printed, printed
     unknown = childkit.run(
         [sys.executable, "-m", "pytest_exportcheck", "repro", "cases/main.yaml::nope::parity[export-cpu]"],
-        cwd=root, capture_output=True, text=True, timeout=120,
+        cwd=root, capture_output=True, text=True, timeout=120, warm=True,
     )  # fmt: skip
     assert unknown.returncode == 2 and "case 'nope': no such case" in unknown.stderr

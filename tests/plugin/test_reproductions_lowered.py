@@ -18,8 +18,6 @@ from reprokit import copied_project, project_run, run_scripts
 for needed in ("onnx", "onnxscript", "onnxruntime"):
     pytest.importorskip(needed, reason="the onnx target's packages (the lowering extra)")
 
-# One worker runs this file: its module-scoped fixture is made once, not once per worker.
-pytestmark = pytest.mark.xdist_group("test_reproductions_lowered")
 
 MODELS = """
 import torch

@@ -33,9 +33,6 @@ from reprokit import (
     shown_then_not_once_fixed,
 )
 
-# One worker runs this file: its module-scoped fixture is made once, not once per worker.
-pytestmark = pytest.mark.xdist_group("test_reproductions_more")
-
 MODELS = (
     """
 import typing
@@ -279,7 +276,7 @@ def test_a_script_shows_the_finding_then_not_once_the_model_is_fixed(
             sys.executable, "-m", "pytest_exportcheck", "repro",
             "cases/main.yaml::chained::moved[export-cpu]", "-o", str(out),
         ],
-        cwd=copy, capture_output=True, text=True, timeout=120,
+        cwd=copy, capture_output=True, text=True, timeout=120, warm=True,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "move_to_device_pass" in out.read_text()

@@ -15,9 +15,6 @@ from pathlib import Path
 import pytest
 from reprokit import copied_project, project_run, shown_then_not_once_fixed
 
-# One worker runs this file: its module-scoped fixture is made once, not once per worker.
-pytestmark = pytest.mark.xdist_group("test_reproductions_shapes")
-
 MODELS = """
 import torch
 from torch import nn

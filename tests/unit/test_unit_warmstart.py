@@ -1,0 +1,101 @@
+"""The suite's warm children (``tests/warmstart.py``): a child forked from an interpreter
+that imported torch runs what ``python ARGS`` runs, as its own process, and ends as a
+child of the test ends."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import warmstart
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc, fork")
+
+SHOW = (
+    "import json, os, sys\n"
+    "print(json.dumps({'argv': sys.argv, 'cwd': os.getcwd(), 'path0': sys.path[0],\n"
+    "    'torch': 'torch' in sys.modules, 'pytest': 'pytest' in sys.modules,\n"
+    "    'env': os.environ.get('WARM_PROBE'), 'threads': len(os.listdir('/proc/self/task'))}))\n"
+    "sys.exit(int(sys.argv[-1]))\n"
+)
+
+
+def warm(args: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+    command = warmstart.python_command(args)
+    assert command[:3] == [sys.executable, "-S", warmstart.__file__], "the server did not start"
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, **kwargs)  # type: ignore[call-overload]
+
+
+def test_a_warm_child_runs_code_with_the_callers_argv_cwd_env_and_status(tmp_path: Path) -> None:
+    done = warm(["-c", SHOW, "x", "7"], cwd=tmp_path, env={**os.environ, "WARM_PROBE": "seen"})
+    assert done.returncode == 7, done.stderr
+    shown = json.loads(done.stdout)
+    assert shown == {
+        "argv": ["-c", "x", "7"], "cwd": str(tmp_path), "path0": "", "torch": True,
+        "pytest": False, "env": "seen", "threads": 1,
+    }  # fmt: skip
+
+
+def test_a_script_and_a_module_run_as_main_with_their_own_path(tmp_path: Path) -> None:
+    (tmp_path / "script.py").write_text(SHOW)
+    done = warm([str(tmp_path / "script.py"), "0"], cwd="/")
+    assert done.returncode == 0, done.stderr
+    assert f'"path0": "{tmp_path}"' in done.stdout
+    (tmp_path / "shown.py").write_text(SHOW)
+    done = warm(["-mshown", "3"], cwd=tmp_path)
+    assert done.returncode == 3, done.stderr
+    assert f'"path0": "{tmp_path}"' in done.stdout and '"argv": ["' in done.stdout
+
+
+def test_an_exception_and_a_signal_end_the_launcher_as_they_end_python() -> None:
+    done = warm(["-c", "raise ValueError('shown')"])
+    assert done.returncode == 1 and "ValueError: shown" in done.stderr
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        done = warm(["-c", f"import os; os.kill(os.getpid(), {int(sig)})"])
+        assert done.returncode == -sig
+
+
+def test_signals_to_the_launcher_reach_the_child_and_its_death_kills_the_child() -> None:
+    code = "import os, time; print(os.getpid(), flush=True); time.sleep(60)"
+    launcher = subprocess.Popen(warmstart.python_command(["-c", code]), stdout=subprocess.PIPE)
+    assert launcher.stdout is not None
+    child = int(launcher.stdout.readline())
+    launcher.send_signal(signal.SIGINT)
+    assert launcher.wait(timeout=30) == -signal.SIGINT  # KeyboardInterrupt, as python ends
+    launcher = subprocess.Popen(warmstart.python_command(["-c", code]), stdout=subprocess.PIPE)
+    assert launcher.stdout is not None
+    child = int(launcher.stdout.readline())
+    launcher.kill()
+    launcher.wait(timeout=30)
+    for _ in range(300):
+        if not Path(f"/proc/{child}").exists() or _zombie(child):
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"the child {child} outlived its killed launcher")
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
+    except (OSError, IndexError):
+        return True
+
+
+def test_a_child_whose_start_up_environment_differs_starts_cold(tmp_path: Path) -> None:
+    env = {**os.environ, "TORCH_LOGS": "+dynamo" if os.environ.get("TORCH_LOGS") else "dynamo"}
+    done = warm(["-c", "import sys; print('torch' in sys.modules)"], env=env)
+    assert done.stdout.strip() == "False", done.stderr  # started afresh: no torch yet
+    # A PYTHONPATH entry put first that holds a module the server imported (here a
+    # "yaml"): the child must import the caller's, so it starts cold.
+    (tmp_path / "yaml.py").write_text("SHADOW = True\n")
+    path = os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))
+    code = "import sys, yaml; print(getattr(yaml, 'SHADOW', False), 'torch' in sys.modules)"
+    done = warm(["-c", code], env={**os.environ, "PYTHONPATH": path})
+    assert done.stdout.strip() == "True False", done.stderr

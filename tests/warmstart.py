@@ -1,0 +1,135 @@
+"""Python children of the tests, forked from an interpreter that has imported torch.
+
+A child that imports torch and Dynamo pays ~3.3 s of CPU for it, most of what a small
+pytest run costs; the suite starts a few hundred (benchmarks/README.md, "Issue 47,
+fifth step"). Here one server per test process (``warmstart_server.py``) imports them
+once and forks a child per request. The child runs what ``python ARGS`` would have
+run, in a process of its own, with the caller's argv, working directory, environment
+and standard streams.
+
+The caller runs this file as its "python" (:func:`python_command`): the *launcher*, a
+process of a few milliseconds that hands its streams to the server, passes the
+signals it receives on to the child, and exits as the child exits (killed by the same
+signal, or with its status). When the launcher dies, the server kills the child's
+process group, as ``childkit`` kills a child's group. Where the server refuses (a
+start-up variable differs, see there), the launcher execs the real interpreter.
+
+For children whose start a test does not read (``childkit``'s ``warm``);
+``EXPORTCHECK_TESTS_WARMSTART=0`` turns it off for a run.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+
+from warmstart_server import HEADER  # stdlib only at import: cheap for the launcher
+
+SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "warmstart_server.py")
+
+
+# --- the launcher: what the caller runs as "python" -----------------------------------
+
+
+def launch(address: str, argv: list[str]) -> None:
+    """Run ``python argv`` through the server at ``address``, or exec it."""
+    if address:
+        try:
+            conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            conn.connect(address)
+        except OSError:
+            conn = None
+        if conn is not None:
+            _launch_through(conn, argv)
+    os.execv(sys.executable, [sys.executable, *argv])
+
+
+def _launch_through(conn: socket.socket, argv: list[str]) -> None:
+    request = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
+    fds = struct.pack("3i", 0, 1, 2)
+    conn.sendmsg(
+        [HEADER.pack(len(request)), request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)]
+    )
+    reader = conn.makefile("r")
+    first = reader.readline().split()
+    if first[:1] != ["pid"]:
+        conn.close()
+        return  # refused (the reason is in the server's log): started cold by the caller
+    child = int(first[1])
+
+    def relay(signum: int, frame: object) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signum)
+
+    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2"):
+        signal.signal(getattr(signal, name), relay)
+    line = reader.readline().split()
+    status = int(line[1]) if line[:1] == ["exit"] else 255 << 8
+    if os.WIFSIGNALED(status):
+        signum = os.WTERMSIG(status)
+        with contextlib.suppress(OSError, ValueError):  # SIGKILL's cannot be set
+            signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+    os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 255)
+
+
+# --- the test process's side -----------------------------------------------------------
+
+_server: subprocess.Popen[bytes] | None = None
+_address: str | None = None
+
+
+def python_command(args: list[str]) -> list[str]:
+    """The command that runs ``python args`` as a warm child: ``[sys.executable,
+    *args]`` itself where warm starts are off (``EXPORTCHECK_TESTS_WARMSTART=0``) or the
+    server could not start."""
+    address = _started_server()
+    if address is None:
+        return [sys.executable, *args]
+    return [sys.executable, "-S", __file__, address, *args]
+
+
+def _started_server() -> str | None:
+    global _server, _address
+    if os.environ.get("EXPORTCHECK_TESTS_WARMSTART", "1") == "0" or not sys.platform.startswith(
+        "linux"
+    ):
+        return None
+    if _server is not None:
+        return _address if _server.poll() is None else None
+    folder = tempfile.mkdtemp(prefix="warmstart-")
+    _address = os.path.join(folder, "socket")
+    _server = subprocess.Popen(
+        [sys.executable, SERVER, _address],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
+    )
+    atexit.register(_stop_server, folder)
+    assert _server.stdout is not None
+    ready, _, _ = select.select([_server.stdout], [], [], 300)
+    if not ready or _server.stdout.readline().strip() != b"ready":
+        _server.kill()
+        return None
+    return _address
+
+
+def _stop_server(folder: str) -> None:
+    if _server is not None:
+        _server.kill()
+        _server.wait()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    launch(sys.argv[1], sys.argv[2:])
