@@ -38,11 +38,22 @@ def child_environment(env: dict[str, str]) -> dict[str, str]:
     return env
 
 
+# An in-process run imports this plugin before its own pytest can mark it for assertion
+# rewriting: the plugin is already in the test process. Where pytest then finds the
+# package among those to rewrite, it warns so (seen on CI's workers, where the editable
+# install's egg-info can be found too), adding a warning the user's run never has.
+ALREADY_IMPORTED = (
+    "-W",
+    "ignore:Module already imported so cannot be rewritten; pytest_exportcheck"
+    ":pytest.PytestAssertRewriteWarning",
+)
+
+
 def blocking_in_process(run: Any) -> Any:
-    """``Pytester.runpytest_inprocess`` with the blocks first among its arguments: the
-    run's xdist workers start from its arguments."""
+    """``Pytester.runpytest_inprocess`` with the blocks first among its arguments (the
+    run's xdist workers start from its arguments), and without the warning above."""
 
     def run_blocking(self: Any, *args: Any, **kwargs: Any) -> Any:
-        return run(self, *BLOCKING_ARGS, *args, **kwargs)
+        return run(self, *BLOCKING_ARGS, *ALREADY_IMPORTED, *args, **kwargs)
 
     return run_blocking

@@ -94,13 +94,8 @@ def test_every_python_example_runs(block: Block, pytester: pytest.Pytester) -> N
         (pytester.path / "test_example.py").write_text(block.body)
         result = pytester.runpytest("-p", "no:cacheprovider", "test_example.py")
         tests = len(re.findall(r"^def test_", block.body, re.M))
-        # Every test passes and none fails or errors; warnings are not counted: an
-        # in-process run may warn that this plugin was imported before its assertions
-        # could be rewritten (seen once, on one CI worker), which is no example's doing.
-        outcomes = result.parseoutcomes()
-        outcomes.pop("warnings", None)
-        assert result.ret == 0 and outcomes == {"passed": tests}, f"{block}:\n" + "\n".join(
-            result.outlines
+        assert result.ret == 0 and result.parseoutcomes() == {"passed": tests}, (
+            f"{block}:\n" + "\n".join(result.outlines)
         )
     elif re.search(r"^def pytest_", block.body, re.M):
         (pytester.path / "conftest.py").write_text(block.body)
