@@ -267,10 +267,11 @@ def _become_child(request: dict, fds: list[int], inherited: list[socket.socket])
     os.setsid()  # a group of its own, which the server kills when the launcher goes
     _die_with_parent()
     signal.set_wakeup_fd(-1)
-    for name in ("SIGCHLD", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGPIPE"):
+    # The handlers Python starts with: SIGINT raises KeyboardInterrupt, SIGPIPE ignored.
+    for name in ("SIGCHLD", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2"):
         signal.signal(getattr(signal, name), signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # as Python sets it at start
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     for sock in inherited:
         sock.detach()  # their descriptors close below; no object may close them later
     for target, fd in enumerate(fds[:3]):
