@@ -31,8 +31,8 @@ import warmstart
 DEFAULT_TIMEOUT = 300.0
 
 _started: list[subprocess.Popen[Any]] = []
-# Whether a Python child starts warm (tests/warmstart.py) unless it says: set for a test
-# by the ``warm_children`` fixture, for children whose start is not what it reads.
+# Whether a Python child starts warm (tests/warmstart.py) unless it says: set by the
+# hostile tests' conftest, for children whose start is not what a test reads.
 warm_by_default = False
 # Whether the xdist workers of the test's in-process pytester runs start warm: off for
 # the hostile tests, whose subjects include how a worker's process ends.

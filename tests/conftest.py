@@ -100,7 +100,9 @@ def _warm_popen_args(spec: execnet.XSpec) -> list[str]:
 
 def pytest_configure(config: pytest.Config) -> None:
     global _controller
-    if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
+    # -n, not --dist: pyproject's addopts always name a --dist mode.
+    controller = bool(config.getoption("numprocesses", None)) and not hasattr(config, "workerinput")
+    if not controller:
         # In the process running the tests: the xdist workers of the pytester runs start
         # warm (tests/warmstart.py). Not on the controller, whose workers are this suite's.
         execnet.gateway_io.popen_args = _warm_popen_args
@@ -109,7 +111,7 @@ def pytest_configure(config: pytest.Config) -> None:
         # pytest run a test starts imports ~120 of its modules, and where bytecode is not
         # written (PYTHONDONTWRITEBYTECODE, as on CI's machine) each compiled them again.
         compileall.compile_dir(Path(pytest_exportcheck.__file__).parent, quiet=1)
-    if config.getoption("dist", "no") != "no" and not hasattr(config, "workerinput"):
+    if controller:
         _controller = config
 
 
@@ -130,14 +132,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if UNIT_TESTS in item.path.parents:
             item.add_marker(pytest.mark.quick)
-
-
-@pytest.fixture
-def warm_children(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The test's Python children (``runpytest_subprocess`` and ``childkit.run``) start
-    warm (``tests/warmstart.py``): for tests that read what a run does, not how its
-    process started."""
-    monkeypatch.setattr(childkit, "warm_by_default", True)
 
 
 @pytest.fixture
