@@ -22,7 +22,7 @@ from pytest_exportcheck.lowering.target import SAME_RANDOM_NUMBERS, Lowered, rai
 
 # What else the package depends on, for its cache key: the compile options, and
 # the machine the C++ was compiled for.
-OPTIONS = {"inductor_configs": SAME_RANDOM_NUMBERS, "machine": platform.machine()}
+OPTIONS = {"inductor_configs": dict(SAME_RANDOM_NUMBERS), "machine": platform.machine()}
 
 
 class AOTInductor:
@@ -42,7 +42,7 @@ class AOTInductor:
             with raising_at("lower", "torch._inductor.aoti_compile_and_package"):
                 _, compiling = timed(
                     lambda: aoti_compile_and_package(
-                        program, package_path=str(path), inductor_configs=SAME_RANDOM_NUMBERS
+                        program, package_path=str(path), inductor_configs=dict(SAME_RANDOM_NUMBERS)
                     )
                 )
             if key is not None and cache is not None:

@@ -151,16 +151,17 @@ _packages: PackageCache | None = None
 _variable_set: str | None = None  # what use() put in TORCHINDUCTOR_CACHE_DIR, to take back
 
 
-def use(root: Path | None) -> None:
+def use(root: Path | None, *, inductor: bool = True) -> None:
     """Keep this process's compiled artifacts under ``root``; None: keep none, and take
-    back the Inductor cache variable this set (a run inside a user's process ends)."""
+    back the Inductor cache variable this set (a run inside a user's process ends).
+    ``inductor=False``: packages only, Inductor's caches left where they are."""
     global _packages, _variable_set
     _packages = None if root is None else PackageCache(root)
     if root is None:
         if _variable_set is not None and os.environ.get(INDUCTOR_CACHE_VARIABLE) == _variable_set:
             del os.environ[INDUCTOR_CACHE_VARIABLE]
         _variable_set = None
-    elif INDUCTOR_CACHE_VARIABLE not in os.environ:
+    elif inductor and INDUCTOR_CACHE_VARIABLE not in os.environ:
         # Read by Inductor at each compile (torch/_inductor/runtime/cache_dir_utils.py).
         _variable_set = os.environ[INDUCTOR_CACHE_VARIABLE] = str(root / "inductor")
 

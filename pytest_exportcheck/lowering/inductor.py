@@ -26,7 +26,7 @@ class Inductor:
         with raising_at("lower", "ep.module()"):
             module = program.module()
         with raising_at("lower", "torch.compile"):
-            compiled = torch.compile(module, backend="inductor", options=SAME_RANDOM_NUMBERS)
+            compiled = torch.compile(module, backend="inductor", options=dict(SAME_RANDOM_NUMBERS))
         return Lowered(
             call=compiled, state=module, seconds=0.0, size_bytes=None, compiles_at_first_call=True
         )

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Protocol
 
 import torch
@@ -21,7 +22,11 @@ from pytest_exportcheck.model.program_files import SerializationError
 # seed, by design. Its random ops fall back to aten's kernels here, so that what is
 # compared is the program, not the generator (torchvision's squeezenet1_1 in
 # training mode: every element apart without it).
-SAME_RANDOM_NUMBERS = {"fallback_random": True}
+# Read-only, and each compile is given a copy: aoti_compile_and_package adds its own
+# settings to the dict it is given ("aot_inductor.package": True, torch 2.13), which
+# changed the package cache's key after a process's first compile and handed
+# torch.compile AOTInductor's settings.
+SAME_RANDOM_NUMBERS: Mapping[str, object] = MappingProxyType({"fallback_random": True})
 ANSI_COLOR = re.compile(r"\x1b\[[0-9;]*m")
 
 

@@ -29,7 +29,9 @@ import fnmatch
 import math
 import re
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from pytest_exportcheck.api.results import ItemResult
@@ -37,6 +39,7 @@ from pytest_exportcheck.capture.record import CaptureRecord
 from pytest_exportcheck.checks.consistency import consistency_table, differing_rows
 from pytest_exportcheck.checks.differences import classify, unread_state
 from pytest_exportcheck.items.case_run import CaseRun
+from pytest_exportcheck.lowering import artifact_cache
 from pytest_exportcheck.scaffold.observe import quiet_torch
 from pytest_exportcheck.scaffold.render import Amendment, Amendments, match_pattern
 from pytest_exportcheck.spec.case import Case
@@ -65,28 +68,31 @@ def verify(
     results: dict[str, ItemResult] = {}
     trial = _InitTrial()
     rounds = done = 0
-    while done < ROUNDS + rounds:
-        done += 1
-        # `recorded` has nothing to compare with before the file's first plugin run.
-        case = load(text)
-        case = dataclasses.replace(case, checks=tuple(c for c in case.checks if c != "recorded"))
-        with _quiet(quiet):
-            run = CaseRun(case, ["cpu"], timeout or None, "--timeout")
-            ran = run.run(only)
-            failed = [r for r in ran if r.outcome == "failed"]
-            results.update({r.name: r for r in ran})
-            rerun = trial.step(amendments, failed, case)
-            if rerun:  # every item again, at the other init: values all change
-                rounds += 1
-                results, only, text = {}, None, render(amendments)
-                continue
-            if not failed:
+    with _packages_kept_between_rounds():
+        while done < ROUNDS + rounds:
+            done += 1
+            # `recorded` has nothing to compare with before the file's first plugin run.
+            case = load(text)
+            case = dataclasses.replace(
+                case, checks=tuple(c for c in case.checks if c != "recorded")
+            )
+            with _quiet(quiet):
+                run = CaseRun(case, ["cpu"], timeout or None, "--timeout")
+                ran = run.run(only)
+                failed = [r for r in ran if r.outcome == "failed"]
+                results.update({r.name: r for r in ran})
+                rerun = trial.step(amendments, failed, case)
+                if rerun:  # every item again, at the other init: values all change
+                    rounds += 1
+                    results, only, text = {}, None, render(amendments)
+                    continue
+                if not failed:
+                    break
+                changed = _amend(amendments, failed, case, run)
+            if not changed:
                 break
-            changed = _amend(amendments, failed, case, run)
-        if not changed:
-            break
-        text = render(amendments)
-        only = {r.name for r in failed}
+            text = render(amendments)
+            only = {r.name for r in failed}
     text = render(amendments)  # the init's REVIEW says what the last run showed
     amendments.still_failing = [r.name for r in results.values() if r.outcome == "failed"]
     amendments.tally = _tally(list(results.values()), amendments)
@@ -290,6 +296,27 @@ def _tally(results: list[ItemResult], amendments: Amendments) -> str:
 def _clip(text: str, limit: int) -> str:
     line = " ".join(text.split())
     return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+@contextlib.contextmanager
+def _packages_kept_between_rounds() -> Iterator[None]:
+    """A lowered program compiled in one round is loaded, not compiled again, in the next.
+
+    The confirming round runs an xfailed lowering item again, and AOTInductor spends
+    20-50 s of C++ on each compile (artifact_cache.py). The packages go to a scratch
+    folder that ends with the scaffold: the user's pytest cache belongs to their runs.
+    Inductor's own caches stay where the user keeps them. A caller that already keeps
+    packages (a run inside pytest) keeps its own.
+    """
+    if artifact_cache.packages() is not None:
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="exportcheck-new-") as scratch:
+        artifact_cache.use(Path(scratch), inductor=False)
+        try:
+            yield
+        finally:
+            artifact_cache.use(None)
 
 
 @contextlib.contextmanager

@@ -267,7 +267,8 @@ def test_a_lowering_target_is_written_and_its_failure_recorded(
 ) -> None:
     # The counter through AOTInductor fails on every torch measured (a dropped update on
     # 2.13, a refused lowering on 2.9.1: test_lowered.py): the scaffold records it as
-    # an xfail of the lowered check, and the case passes as written. Compiles twice.
+    # an xfail of the lowered check, and the case passes as written. Compiles twice: once
+    # in the scaffold (its confirming round loads the package it kept), once in the run.
     status, _, err = scaffold(
         project, capsys, "cases/models.py:Counter", "--input", "2x4", "--lower", "aoti",
         "-o", "cases/counter.yaml",

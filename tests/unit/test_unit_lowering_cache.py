@@ -94,3 +94,37 @@ def test_a_file_a_load_imports_module_imports_is_part_of_the_kept_results_key(
         assert broken.error is not None and "RuntimeError: helper broken" in broken.error
     finally:
         artifact_cache.use(None)
+
+
+def test_a_compile_that_adds_to_its_settings_leaves_the_next_programs_key_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # aoti_compile_and_package adds "aot_inductor.package": True to the inductor_configs
+    # it is given (torch 2.13). Given the shared settings, the key of every program after
+    # a process's first compile was another than the first's: a package kept by one run
+    # was compiled again by the next wherever the order of items differed.
+    import torch._inductor
+
+    from pytest_exportcheck.lowering.aoti import AOTInductor
+    from pytest_exportcheck.lowering.target import SAME_RANDOM_NUMBERS
+
+    compiled: list[dict[str, object]] = []
+
+    def compile_like_torch(program: object, package_path: str, inductor_configs: dict) -> str:
+        inductor_configs["aot_inductor.package"] = True
+        compiled.append(inductor_configs)
+        Path(package_path).write_bytes(b"package")
+        return package_path
+
+    monkeypatch.setattr(torch._inductor, "aoti_compile_and_package", compile_like_torch)
+    monkeypatch.setattr(torch._inductor, "aoti_load_package", lambda path: path)
+    torch.manual_seed(0)
+    program = torch.export.export(torch.nn.Linear(4, 2), (torch.ones(1, 4),))
+    artifact_cache.use(tmp_path / "cache", inductor=False)
+    try:
+        first = AOTInductor().lower(program, tmp_path)
+        second = AOTInductor().lower(program, tmp_path)
+    finally:
+        artifact_cache.use(None)
+    assert (first.from_cache, second.from_cache) == (False, True)
+    assert len(compiled) == 1 and dict(SAME_RANDOM_NUMBERS) == {"fallback_random": True}
