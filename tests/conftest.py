@@ -61,6 +61,15 @@ def _keep_installed_modules(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_pytest.pytester, "SysModulesSnapshot", _KeepInstalledModules)
 
 
+@pytest.fixture
+def warm_subprocesses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test's pytest subprocesses start warm (``tests/warmstart.py``): forked from an
+    interpreter that imported torch, ~3 s of CPU less each. For tests whose subject is
+    what the run does, not how its process started (a fresh interpreter's imports, its
+    parent, the signals it gets: those tests start theirs as a user does)."""
+    monkeypatch.setattr(childkit, "warm_by_default", True)
+
+
 @pytest.fixture(autouse=True)
 def _children_end_with_their_test(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Every process a test starts is bounded and ends with the test (childkit.py):

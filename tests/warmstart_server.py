@@ -38,6 +38,7 @@ def _start_up_environment(env: dict[str, str]) -> dict[str, str]:
 
 _SERVER_PYTHONPATH = os.environ.get("PYTHONPATH", "")
 _SET_BY_IMPORTS: dict[str, str] = {}
+INDUCTOR_CACHE = "TORCHINDUCTOR_CACHE_DIR"  # set by torch's import (torch 2.13) where unset
 
 
 def serve(address: str) -> None:
@@ -45,6 +46,9 @@ def serve(address: str) -> None:
     process that started this one ends (its death signal) or stdin closes."""
     _die_with_parent()
     before = dict(os.environ)
+    # Unset while importing, to learn what the imports set it to: a test process that
+    # imported torch before starting this one passes it on already set.
+    os.environ.pop(INDUCTOR_CACHE, None)
     import numpy  # noqa: F401  (torch's import reads it: imported here with one thread)
     import torch
     import torch._dynamo
@@ -53,7 +57,9 @@ def serve(address: str) -> None:
 
     # What the imports put in the environment (torch: TORCHINDUCTOR_CACHE_DIR), which a
     # fresh child's own imports would put in its own.
-    _SET_BY_IMPORTS.update({k: v for k, v in os.environ.items() if before.get(k) != v})
+    _SET_BY_IMPORTS.update(
+        {k: v for k, v in os.environ.items() if before.get(k) != v or k == INDUCTOR_CACHE}
+    )
     os.environ.clear()
     os.environ.update(before)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -210,6 +216,12 @@ def _refusal(request: dict) -> str | None:
             return f"PYTHONPATH adds {shadowing}, which the server imported"
         theirs.pop("PYTHONPATH", None)
         ours.pop("PYTHONPATH", None)
+    for key, value in _SET_BY_IMPORTS.items():
+        # Set already to what the imports set (torch's TORCHINDUCTOR_CACHE_DIR, in a test
+        # process that imported torch), or not set: a fresh child ends up the same.
+        if ours.get(key, value) == value and theirs.get(key, value) == value:
+            ours.pop(key, None)
+            theirs.pop(key, None)
     if theirs != ours:
         differ = sorted(set(theirs.items()) ^ set(ours.items()))
         return "start-up environment differs: " + ", ".join(sorted({k for k, _ in differ}))
@@ -235,9 +247,12 @@ def _shadowing(entries: list[str]) -> str | None:
         except OSError:
             continue
         for name in names:
-            stem = name.split(".")[0]
-            if stem in imported and (name.endswith((".py", ".so", ".pth")) or "." not in name):
-                return f"{os.path.join(entry, name)}"
+            stem, path = name.split(".")[0], os.path.join(entry, name)
+            # A folder without __init__.py (a built docs site/) is at most a namespace
+            # portion, which any module of that name further on the path wins over.
+            package = "." not in name and os.path.isfile(os.path.join(path, "__init__.py"))
+            if stem in imported and (name.endswith((".py", ".so", ".pth")) or package):
+                return path
     return None
 
 

@@ -77,6 +77,7 @@ def test_the_collected_cases_and_items_are_the_recorded_ones() -> None:
         text=True,
         timeout=120,
         check=False,
+        warm=True,
     )
     ids = [line for line in done.stdout.splitlines() if "::" in line and " " not in line]
     assert ids, done.stdout[-2000:] + done.stderr[-2000:]

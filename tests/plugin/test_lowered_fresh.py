@@ -76,10 +76,12 @@ cases:
 """
 
 
+@pytest.mark.usefixtures("warm_subprocesses")
 def test_a_saved_program_whose_output_type_or_op_the_fresh_process_lacks_fails_naming_it(
     project: pytest.Pytester,
 ) -> None:
-    # For real, in a subprocess (a registration is for the life of a process): the
+    # For real, in a subprocess (a registration is for the life of a process; a warm one
+    # is forked from an interpreter that imported torch only): the
     # program saves and loads where its type and op are registered, not in a python
     # that imports torch only; load raises "check the warnings above", and the finding
     # quotes the warning torch logged there, which names the type or op. With the

@@ -59,6 +59,7 @@ def pytest_runtest_logfinish(nodeid):
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/statm")
+@pytest.mark.usefixtures("warm_subprocesses")
 def test_resident_memory_returns_after_each_case(pytester: pytest.Pytester) -> None:
     (pytester.path / "cases").mkdir()
     (pytester.path / "cases" / "big.py").write_text(BIG)

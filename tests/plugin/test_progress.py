@@ -133,6 +133,7 @@ def run_on_a_terminal(cwd: Path, args: list[str], columns: int = 120) -> str:
     process = childkit.GroupPopen(  # its group ends with the test, or the run
         [sys.executable, "-m", "pytest", *args],
         cwd=cwd, stdin=terminal, stdout=terminal, stderr=terminal, env=env, close_fds=True,
+        warm=True,  # forked from an interpreter that imported torch: the terminal is its own
     )  # fmt: skip
     os.close(terminal)
     written = b""

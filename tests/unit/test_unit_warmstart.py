@@ -99,3 +99,31 @@ def test_a_child_whose_start_up_environment_differs_starts_cold(tmp_path: Path) 
     code = "import sys, yaml; print(getattr(yaml, 'SHADOW', False), 'torch' in sys.modules)"
     done = warm(["-c", code], env={**os.environ, "PYTHONPATH": path})
     assert done.stdout.strip() == "True False", done.stderr
+    # A folder of that name without __init__.py (a built docs site/, beside the "site"
+    # module Python imports at start) shadows nothing: the child starts warm.
+    (tmp_path / "yaml.py").unlink()
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "index.html").write_text("<html></html>\n")
+    done = warm(
+        ["-c", "import sys, site; print('torch' in sys.modules)"],
+        env={**os.environ, "PYTHONPATH": path},
+    )
+    assert done.stdout.strip() == "True", done.stderr
+
+
+def test_what_torchs_import_sets_unset_or_set_alike_starts_warm() -> None:
+    # Importing torch sets TORCHINDUCTOR_CACHE_DIR (torch 2.13); a test process has it
+    # set, or a test took it out "as a user's process starts": either way a fresh child
+    # ends up with the same value, so neither may decide whether a child starts warm.
+    import torch._dynamo  # noqa: F401  (sets it)
+
+    value = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    if value is None:
+        pytest.skip("this torch's import sets no TORCHINDUCTOR_CACHE_DIR")
+    code = "import os, sys; print('torch' in sys.modules, os.environ['TORCHINDUCTOR_CACHE_DIR'])"
+    unset = {k: v for k, v in os.environ.items() if k != "TORCHINDUCTOR_CACHE_DIR"}
+    for env in (unset, dict(os.environ)):
+        done = warm(["-c", code], env=env)
+        assert done.stdout.split() == ["True", value], done.stderr
+    done = warm(["-c", code], env={**os.environ, "TORCHINDUCTOR_CACHE_DIR": "/elsewhere"})
+    assert done.stdout.split() == ["False", "/elsewhere"], done.stderr
