@@ -7,9 +7,12 @@ session, a reproduction's fresh interpreter) spends most of its CPU in children 
 ``benchmarks/`` on ``PYTHONPATH``) it writes, per test, the CPU of the process that
 ran it and of the children it waited for (``RUSAGE_CHILDREN``: a child's own waited
 children included) to ``$SUITE_CPU_DIR/tests-<pid>.tsv``; run as a script it sums
-those files per test file:
+those files per test file. A warm child (``tests/warmstart.py``) is the child of its
+test process's server, not of the test: the server writes each one's CPU, as a child's
+of the test that asked for it, where ``EXPORTCHECK_TESTS_WARMSTART_CPU`` says:
 
-    SUITE_CPU_DIR=/tmp/cpu PYTHONPATH=.:benchmarks pytest -n auto -p suite_cpu
+    SUITE_CPU_DIR=/tmp/cpu EXPORTCHECK_TESTS_WARMSTART_CPU=/tmp/cpu/tests-warm.tsv \
+        PYTHONPATH=.:benchmarks pytest -n auto -p suite_cpu
     python benchmarks/suite_cpu.py /tmp/cpu [--top 40]
 """
 

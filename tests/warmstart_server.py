@@ -119,11 +119,12 @@ def _reap(
 ) -> None:
     for conn, pid in list(children.items()):
         try:
-            done, status = os.waitpid(pid, os.WNOHANG)
+            done, status, usage = os.wait4(pid, os.WNOHANG)
         except ChildProcessError:
-            done, status = pid, 255 << 8
+            done, status, usage = pid, 255 << 8, None
         if done == 0:
             continue
+        _account(pid, usage)
         _kill_group(pid)  # what it left in its group goes with it, as with a real child
         with contextlib.suppress(OSError):
             conn.sendall(f"exit {status}\n".encode())
@@ -133,11 +134,28 @@ def _reap(
         conn.close()
 
 
+# Where each child's CPU is written as it ends (benchmarks/suite_cpu.py reads it): a
+# warm child is the server's, so no test's own accounting sees it.
+CPU_LOG = os.environ.get("EXPORTCHECK_TESTS_WARMSTART_CPU")
+_requested_by: dict[int, str] = {}  # a child's pid -> the test that asked for it
+
+
+def _account(pid: int, usage: object) -> None:
+    test = _requested_by.pop(pid, "")
+    if CPU_LOG and usage is not None:
+        cpu = usage.ru_utime + usage.ru_stime  # type: ignore[attr-defined]
+        with open(CPU_LOG, "a") as log:
+            log.write(f"{test}\t0\t{cpu:.2f}\n")
+
+
 def _reap_killed(killed: set[int]) -> None:
     for pid in list(killed):
+        usage = None
         with contextlib.suppress(ChildProcessError):
-            if os.waitpid(pid, os.WNOHANG)[0] == 0:
+            done, _, usage = os.wait4(pid, os.WNOHANG)
+            if done == 0:
                 continue
+        _account(pid, usage)
         killed.discard(pid)
 
 
@@ -186,6 +204,7 @@ def _start(conn: socket.socket, inherited: list[socket.socket]) -> int | None:
         _flush_and_exit(0)
     for fd in fds:
         os.close(fd)
+    _requested_by[pid] = request["env"].get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0]
     conn.sendall(f"pid {pid}\n".encode())
     return pid
 
