@@ -16,6 +16,7 @@ never told. ``benchmarks/interrupt.py`` measures it.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -45,11 +46,16 @@ class GroupPopen(subprocess.Popen):  # type: ignore[type-arg]
 
     def __init__(self, args: Any, *, warm: bool | None = None, **kwargs: Any) -> None:
         warm = warm_by_default if warm is None else warm
-        if warm and not isinstance(args, str | bytes) and list(args[:1]) == [sys.executable]:
-            args = warmstart.python_command([str(arg) for arg in args[1:]])
-        kwargs["start_new_session"] = True
         env = kwargs.get("env")
-        kwargs["env"] = pluginkit.child_environment(dict(os.environ if env is None else env))
+        env = pluginkit.child_environment(dict(os.environ if env is None else env))
+        python = not isinstance(args, str | bytes) and list(args[:1]) == [sys.executable]
+        prefix = warmstart.launcher() if warm and python else None
+        if prefix:
+            args = [*prefix, *map(str, args[1:])]
+            if warm_xdist_workers:
+                env = _with_warm_workers(env, prefix)
+        kwargs["start_new_session"] = True
+        kwargs["env"] = env
         super().__init__(args, **kwargs)
         _started.append(self)
 
@@ -58,6 +64,20 @@ class GroupPopen(subprocess.Popen):  # type: ignore[type-arg]
         # when the leader itself has ended.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, sig)
+
+
+CHILD_PLUGINS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "childplugin")
+
+
+def _with_warm_workers(env: dict[str, str], prefix: list[str]) -> dict[str, str]:
+    """``env`` for a warm child whose pytest runs start their xdist workers warm too
+    (``childplugin/warm_workers.py``)."""
+    path = os.pathsep.join(filter(None, [CHILD_PLUGINS, env.get("PYTHONPATH")]))
+    addopts = " ".join(filter(None, [env.get("PYTEST_ADDOPTS"), "-p", "warm_workers"]))
+    return {
+        **env, "PYTHONPATH": path, "PYTEST_ADDOPTS": addopts,
+        "EXPORTCHECK_TESTS_WARM_PREFIX": json.dumps(prefix),
+    }  # fmt: skip
 
 
 def end(process: subprocess.Popen[Any]) -> None:

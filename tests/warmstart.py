@@ -93,10 +93,14 @@ def python_command(args: list[str]) -> list[str]:
     """The command that runs ``python args`` as a warm child: ``[sys.executable,
     *args]`` itself where warm starts are off (``EXPORTCHECK_TESTS_WARMSTART=0``) or the
     server could not start."""
+    return [*(launcher() or [sys.executable]), *args]
+
+
+def launcher() -> list[str] | None:
+    """The command before ``ARGS`` that starts a warm child; None where warm starts are
+    off or the server could not start."""
     address = _started_server()
-    if address is None:
-        return [sys.executable, *args]
-    return [sys.executable, "-S", __file__, address, *args]
+    return None if address is None else [sys.executable, "-S", __file__, address]
 
 
 def _started_server() -> str | None:
