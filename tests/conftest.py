@@ -122,6 +122,8 @@ def pytest_configure(config: pytest.Config) -> None:
         compileall.compile_dir(Path(pytest_exportcheck.__file__).parent, quiet=1)
     if controller:
         _controller = config
+        # One warm server for the workers, started now: its imports overlap theirs.
+        warmstart.share_server()
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:

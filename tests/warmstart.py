@@ -32,6 +32,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 from warmstart_server import HEADER  # stdlib only at import: cheap for the launcher
 
@@ -87,6 +88,7 @@ def _launch_through(conn: socket.socket, argv: list[str]) -> None:
 
 _server: subprocess.Popen[bytes] | None = None
 _address: str | None = None
+_ready = False
 
 
 def python_command(args: list[str]) -> list[str]:
@@ -103,14 +105,51 @@ def launcher() -> list[str] | None:
     return None if address is None else [sys.executable, "-S", __file__, address]
 
 
-def _started_server() -> str | None:
-    global _server, _address
-    if os.environ.get("EXPORTCHECK_TESTS_WARMSTART", "1") == "0" or not sys.platform.startswith(
+# The address of a server a parent process started for its children to share (the
+# xdist controller's, for its workers: one import of torch, not one per worker).
+SHARED_VARIABLE = "EXPORTCHECK_TESTS_WARMSTART_SHARED"
+READY_SECONDS = 300.0  # a server's imports, on a loaded machine
+
+
+def share_server() -> None:
+    """Start this process's server, not waiting for its imports, and give its address
+    to the processes this one starts after."""
+    if _enabled() and _server is None:
+        os.environ[SHARED_VARIABLE] = _start_server()
+
+
+def _enabled() -> bool:
+    return os.environ.get("EXPORTCHECK_TESTS_WARMSTART", "1") != "0" and sys.platform.startswith(
         "linux"
-    ):
+    )
+
+
+def _started_server() -> str | None:
+    global _ready
+    if not _enabled():
         return None
-    if _server is not None:
-        return _address if _server.poll() is None else None
+    shared = os.environ.get(SHARED_VARIABLE)
+    if _server is None and shared:
+        deadline = time.monotonic() + READY_SECONDS
+        while not os.path.exists(shared) and time.monotonic() < deadline:
+            time.sleep(0.05)  # bound once its imports are done
+        return shared if os.path.exists(shared) else None
+    if _server is None:
+        _start_server()
+    assert _server is not None and _server.stdout is not None
+    if _server.poll() is not None:
+        return None
+    if not _ready:
+        ready, _, _ = select.select([_server.stdout], [], [], READY_SECONDS)
+        if not ready or _server.stdout.readline().strip() != b"ready":
+            _server.kill()
+            return None
+        _ready = True
+    return _address
+
+
+def _start_server() -> str:
+    global _server, _address
     folder = tempfile.mkdtemp(prefix="warmstart-")
     _address = os.path.join(folder, "socket")
     _server = subprocess.Popen(
@@ -120,11 +159,6 @@ def _started_server() -> str | None:
         env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
     )
     atexit.register(_stop_server, folder)
-    assert _server.stdout is not None
-    ready, _, _ = select.select([_server.stdout], [], [], 300)
-    if not ready or _server.stdout.readline().strip() != b"ready":
-        _server.kill()
-        return None
     return _address
 
 
