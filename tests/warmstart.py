@@ -55,7 +55,24 @@ def launch(address: str, argv: list[str]) -> None:
     os.execv(sys.executable, [sys.executable, *argv])
 
 
+RELAYED = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
+
+
 def _launch_through(conn: socket.socket, argv: list[str]) -> None:
+    # Relayed from before the request: the child may run (and print) before the server's
+    # answer arrives, and a signal sent on what it printed must reach it.
+    child: list[int] = []
+    pending: list[int] = []
+
+    def relay(signum: int, frame: object) -> None:
+        if not child:
+            pending.append(signum)
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child[0], signum)
+
+    for name in RELAYED:
+        signal.signal(getattr(signal, name), relay)
     request = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
     fds = struct.pack("3i", 0, 1, 2)
     conn.sendmsg(
@@ -65,15 +82,15 @@ def _launch_through(conn: socket.socket, argv: list[str]) -> None:
     first = reader.readline().split()
     if first[:1] != ["pid"]:
         conn.close()
+        for name in RELAYED:
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
+        for signum in pending:  # what the python started in its place would have died of
+            os.kill(os.getpid(), signum)
         return  # refused (the reason is in the server's log): started cold by the caller
-    child = int(first[1])
-
-    def relay(signum: int, frame: object) -> None:
+    child.append(int(first[1]))
+    for signum in pending:
         with contextlib.suppress(ProcessLookupError):
-            os.kill(child, signum)
-
-    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2"):
-        signal.signal(getattr(signal, name), relay)
+            os.kill(child[0], signum)
     line = reader.readline().split()
     status = int(line[1]) if line[:1] == ["exit"] else 255 << 8
     if os.WIFSIGNALED(status):

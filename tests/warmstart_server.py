@@ -63,8 +63,10 @@ def serve(address: str) -> None:
     os.environ.clear()
     os.environ.update(before)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(address)
+    listener.bind(address + ".partial")
     listener.listen(64)
+    # Named once it listens: a process that finds the name connects (warmstart.py).
+    os.rename(address + ".partial", address)
     wake_read, wake_write = socket.socketpair()
     wake_read.setblocking(False)
     wake_write.setblocking(False)
@@ -187,7 +189,8 @@ def _start(conn: socket.socket, inherited: list[socket.socket]) -> int | None:
         for fd in fds:
             os.close(fd)
         print(f"warmstart: cold start: {why}", file=sys.stderr, flush=True)
-        conn.sendall(f"refused {why}\n".encode())
+        with contextlib.suppress(OSError):
+            conn.sendall(f"refused {why}\n".encode())
         return None
     pid = os.fork()
     if pid == 0:
@@ -205,7 +208,10 @@ def _start(conn: socket.socket, inherited: list[socket.socket]) -> int | None:
     for fd in fds:
         os.close(fd)
     _requested_by[pid] = request["env"].get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0]
-    conn.sendall(f"pid {pid}\n".encode())
+    # A launcher killed before it heard of its child (a test that read the child's pid
+    # from what it printed) hangs up: the loop then kills the child's group.
+    with contextlib.suppress(OSError):
+        conn.sendall(f"pid {pid}\n".encode())
     return pid
 
 

@@ -81,6 +81,27 @@ def test_signals_to_the_launcher_reach_the_child_and_its_death_kills_the_child()
         pytest.fail(f"the child {child} outlived its killed launcher")
 
 
+def test_a_launcher_gone_before_it_hears_of_its_child_leaves_the_server_serving() -> None:
+    # The request sent and the connection closed at once: the server's answer finds no
+    # one. It served on where it had died of the broken pipe (every later child cold).
+    import socket
+    import struct
+
+    from warmstart_server import HEADER
+
+    prefix = warmstart.launcher()
+    if prefix is None:
+        pytest.skip("no warm server here")
+    code = "import time; time.sleep(30)"
+    request = json.dumps({"argv": ["-c", code], "cwd": os.getcwd(), "env": dict(os.environ)})
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.connect(prefix[-1])
+        fds = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("3i", 0, 1, 2))]
+        conn.sendmsg([HEADER.pack(len(request)), request.encode()], fds)
+    done = warm(["-c", "import sys; print('torch' in sys.modules)"])
+    assert done.stdout.strip() == "True", done.stderr
+
+
 def _zombie(pid: int) -> bool:
     try:
         return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
