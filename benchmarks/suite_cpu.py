@@ -22,6 +22,7 @@ import argparse
 import os
 import resource
 import sys
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,13 +39,16 @@ def _cpu() -> tuple[float, float]:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: Any) -> Iterator[None]:
-    before = _cpu()
+    before, started = _cpu(), time.time()
     yield
     after = _cpu()
     folder = Path(os.environ.get("SUITE_CPU_DIR", "suite-cpu"))
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / f"tests-{os.getpid()}.tsv", "a") as out:
-        out.write(f"{item.nodeid}\t{after[0] - before[0]:.2f}\t{after[1] - before[1]:.2f}\n")
+        out.write(
+            f"{item.nodeid}\t{after[0] - before[0]:.2f}\t{after[1] - before[1]:.2f}"
+            f"\t{started:.2f}\t{time.time():.2f}\n"
+        )
 
 
 def main() -> int:
@@ -55,9 +59,13 @@ def main() -> int:
     own: Counter[str] = Counter()
     children: Counter[str] = Counter()
     tests: Counter[str] = Counter()
+    spans: dict[str, tuple[float, float]] = {}  # a test process's first start, last end
     for table in options.folder.glob("tests-*.tsv"):
         for line in table.read_text().splitlines():
-            nodeid, self_cpu, child_cpu = line.split("\t")
+            nodeid, self_cpu, child_cpu, *when = line.split("\t")
+            if when:  # a test process's own line (the warm server's have no times)
+                first, last = spans.get(table.name, (float(when[0]), float(when[1])))
+                spans[table.name] = (min(first, float(when[0])), max(last, float(when[1])))
             name = nodeid.split("::")[0]
             own[name] += float(self_cpu)
             children[name] += float(child_cpu)
@@ -68,6 +76,11 @@ def main() -> int:
     print(f"{'CPU s':>7} {'own':>6} {'kids':>6} {'tests':>5}  file")
     for name, cpu in total.most_common(options.top):
         print(f"{cpu:7.1f} {own[name]:6.1f} {children[name]:6.1f} {tests[name]:5d}  {name}")
+    if spans:  # the tail: from the first test process out of work to the last
+        start = min(first for first, _ in spans.values())
+        ends = sorted(last - start for _, last in spans.values())
+        print("test processes ended, s after the first test began: " + ", ".join(
+            f"{end:.0f}" for end in ends))  # fmt: skip
     return 0
 
 
