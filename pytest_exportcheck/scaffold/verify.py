@@ -50,6 +50,28 @@ ROUNDS = 3  # run, amend, confirm; one more for what an amendment itself uncover
 _NUMERIC_CHECKS = ("parity", "mutation")
 
 
+@contextlib.contextmanager
+def _packages_kept_between_rounds() -> Iterator[None]:
+    """A lowered program compiled in one round is loaded, not compiled again, in the next.
+
+    The confirming round runs an xfailed lowering item again, and AOTInductor spends
+    20-50 s of C++ on each compile (artifact_cache.py). The packages go to a scratch
+    folder that ends with the scaffold: the user's pytest cache belongs to their runs.
+    Inductor's own caches stay where the user keeps them. A caller that already keeps
+    packages (a run inside pytest) keeps its own.
+    """
+    if artifact_cache.packages() is not None:
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="exportcheck-new-") as scratch:
+        artifact_cache.use(Path(scratch), inductor=False)
+        try:
+            yield
+        finally:
+            artifact_cache.use(None)
+
+
+@_packages_kept_between_rounds()
 def verify(
     render: Callable[[Amendments], str],
     load: Callable[[str], Case],
@@ -68,31 +90,28 @@ def verify(
     results: dict[str, ItemResult] = {}
     trial = _InitTrial()
     rounds = done = 0
-    with _packages_kept_between_rounds():
-        while done < ROUNDS + rounds:
-            done += 1
-            # `recorded` has nothing to compare with before the file's first plugin run.
-            case = load(text)
-            case = dataclasses.replace(
-                case, checks=tuple(c for c in case.checks if c != "recorded")
-            )
-            with _quiet(quiet):
-                run = CaseRun(case, ["cpu"], timeout or None, "--timeout")
-                ran = run.run(only)
-                failed = [r for r in ran if r.outcome == "failed"]
-                results.update({r.name: r for r in ran})
-                rerun = trial.step(amendments, failed, case)
-                if rerun:  # every item again, at the other init: values all change
-                    rounds += 1
-                    results, only, text = {}, None, render(amendments)
-                    continue
-                if not failed:
-                    break
-                changed = _amend(amendments, failed, case, run)
-            if not changed:
+    while done < ROUNDS + rounds:
+        done += 1
+        # `recorded` has nothing to compare with before the file's first plugin run.
+        case = load(text)
+        case = dataclasses.replace(case, checks=tuple(c for c in case.checks if c != "recorded"))
+        with _quiet(quiet):
+            run = CaseRun(case, ["cpu"], timeout or None, "--timeout")
+            ran = run.run(only)
+            failed = [r for r in ran if r.outcome == "failed"]
+            results.update({r.name: r for r in ran})
+            rerun = trial.step(amendments, failed, case)
+            if rerun:  # every item again, at the other init: values all change
+                rounds += 1
+                results, only, text = {}, None, render(amendments)
+                continue
+            if not failed:
                 break
-            text = render(amendments)
-            only = {r.name for r in failed}
+            changed = _amend(amendments, failed, case, run)
+        if not changed:
+            break
+        text = render(amendments)
+        only = {r.name for r in failed}
     text = render(amendments)  # the init's REVIEW says what the last run showed
     amendments.still_failing = [r.name for r in results.values() if r.outcome == "failed"]
     amendments.tally = _tally(list(results.values()), amendments)
@@ -296,27 +315,6 @@ def _tally(results: list[ItemResult], amendments: Amendments) -> str:
 def _clip(text: str, limit: int) -> str:
     line = " ".join(text.split())
     return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
-@contextlib.contextmanager
-def _packages_kept_between_rounds() -> Iterator[None]:
-    """A lowered program compiled in one round is loaded, not compiled again, in the next.
-
-    The confirming round runs an xfailed lowering item again, and AOTInductor spends
-    20-50 s of C++ on each compile (artifact_cache.py). The packages go to a scratch
-    folder that ends with the scaffold: the user's pytest cache belongs to their runs.
-    Inductor's own caches stay where the user keeps them. A caller that already keeps
-    packages (a run inside pytest) keeps its own.
-    """
-    if artifact_cache.packages() is not None:
-        yield
-        return
-    with tempfile.TemporaryDirectory(prefix="exportcheck-new-") as scratch:
-        artifact_cache.use(Path(scratch), inductor=False)
-        try:
-            yield
-        finally:
-            artifact_cache.use(None)
 
 
 @contextlib.contextmanager
