@@ -16,7 +16,6 @@ never told. ``benchmarks/interrupt.py`` measures it.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -26,6 +25,7 @@ from typing import Any
 
 import pluginkit
 import warmstart
+from childplugin import warm_workers
 
 # A bound for a child that names none: far above the slowest child of the suite (a
 # pytest run of its own, under a busy machine), far below "waits forever".
@@ -53,7 +53,7 @@ class GroupPopen(subprocess.Popen):  # type: ignore[type-arg]
         if prefix:
             args = [*prefix, *map(str, args[1:])]
             if warm_xdist_workers:
-                env = _with_warm_workers(env, prefix)
+                env = warm_workers.environment(env, prefix)
         kwargs["start_new_session"] = True
         kwargs["env"] = env
         super().__init__(args, **kwargs)
@@ -64,20 +64,6 @@ class GroupPopen(subprocess.Popen):  # type: ignore[type-arg]
         # when the leader itself has ended.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, sig)
-
-
-CHILD_PLUGINS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "childplugin")
-
-
-def _with_warm_workers(env: dict[str, str], prefix: list[str]) -> dict[str, str]:
-    """``env`` for a warm child whose pytest runs start their xdist workers warm too
-    (``childplugin/warm_workers.py``)."""
-    path = os.pathsep.join(filter(None, [CHILD_PLUGINS, env.get("PYTHONPATH")]))
-    addopts = " ".join(filter(None, [env.get("PYTEST_ADDOPTS"), "-p", "warm_workers"]))
-    return {
-        **env, "PYTHONPATH": path, "PYTEST_ADDOPTS": addopts,
-        "EXPORTCHECK_TESTS_WARM_PREFIX": json.dumps(prefix),
-    }  # fmt: skip
 
 
 def end(process: subprocess.Popen[Any]) -> None:

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import _pytest.pytester
 import childkit
-import execnet
 import execnet.gateway_io
 import pluginkit
 import pytest
@@ -24,6 +23,7 @@ import pytest
 import torch  # noqa: F401
 import warmstart
 from casekit import MODELS
+from childplugin import warm_workers
 
 import pytest_exportcheck
 
@@ -94,17 +94,13 @@ def pytest_keyboard_interrupt() -> None:
 
 
 _controller: pytest.Config | None = None
-_cold_popen_args = execnet.gateway_io.popen_args
 
 
-def _warm_popen_args(spec: execnet.XSpec) -> list[str]:
+def _warm_worker_prefix() -> list[str] | None:
     """An xdist worker of a pytester run, started as its own Python but forked from one
     that imported torch once (``tests/warmstart.py``), its process start not being what
     the test reads."""
-    args = _cold_popen_args(spec)
-    if spec.python or args[0] != sys.executable or not childkit.warm_xdist_workers:
-        return args
-    return warmstart.python_command(args[1:])
+    return warmstart.launcher() if childkit.warm_xdist_workers else None
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -114,7 +110,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not controller:
         # In the process running the tests: the xdist workers of the pytester runs start
         # warm (tests/warmstart.py). Not on the controller, whose workers are this suite's.
-        execnet.gateway_io.popen_args = _warm_popen_args
+        execnet.gateway_io.popen_args = warm_workers.warm_popen_args(_warm_worker_prefix)
     if not hasattr(config, "workerinput"):
         # The plugin's bytecode, written once, as installing a package does: every
         # pytest run a test starts imports ~120 of its modules, and where bytecode is not

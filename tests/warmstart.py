@@ -24,7 +24,6 @@ import atexit
 import contextlib
 import json
 import os
-import select
 import shutil
 import signal
 import socket
@@ -105,7 +104,6 @@ def _launch_through(conn: socket.socket, argv: list[str]) -> None:
 
 _server: subprocess.Popen[bytes] | None = None
 _address: str | None = None
-_ready = False
 
 
 def python_command(args: list[str]) -> list[str]:
@@ -142,27 +140,23 @@ def _enabled() -> bool:
 
 
 def _started_server() -> str | None:
-    global _ready
+    """This process's server's address, or the shared one's, once it listens."""
     if not _enabled():
         return None
     shared = os.environ.get(SHARED_VARIABLE)
     if _server is None and shared:
-        deadline = time.monotonic() + READY_SECONDS
-        while not os.path.exists(shared) and time.monotonic() < deadline:
-            time.sleep(0.05)  # bound once its imports are done
-        return shared if os.path.exists(shared) else None
-    if _server is None:
-        _start_server()
-    assert _server is not None and _server.stdout is not None
-    if _server.poll() is not None:
-        return None
-    if not _ready:
-        ready, _, _ = select.select([_server.stdout], [], [], READY_SECONDS)
-        if not ready or _server.stdout.readline().strip() != b"ready":
-            _server.kill()
-            return None
-        _ready = True
-    return _address
+        server, address = None, shared
+    else:
+        address = _address or _start_server()
+        server = _server
+    # The server names its socket once it listens, after its imports.
+    deadline = time.monotonic() + READY_SECONDS
+    while not os.path.exists(address) and time.monotonic() < deadline:
+        if server is not None and server.poll() is not None:
+            break
+        time.sleep(0.05)
+    alive = server is None or server.poll() is None  # its own that ended: children cold
+    return address if alive and os.path.exists(address) else None
 
 
 def _start_server() -> str:
@@ -171,8 +165,8 @@ def _start_server() -> str:
     _address = os.path.join(folder, "socket")
     _server = subprocess.Popen(
         [sys.executable, SERVER, _address],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
+        stdin=subprocess.PIPE,  # its end, the server's cue to end
+        stdout=subprocess.DEVNULL,
         env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
     )
     atexit.register(_stop_server, folder)

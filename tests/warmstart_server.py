@@ -42,7 +42,7 @@ INDUCTOR_CACHE = "TORCHINDUCTOR_CACHE_DIR"  # set by torch's import (torch 2.13)
 
 
 def serve(address: str) -> None:
-    """Import torch, say "ready" on stdout, then fork a child per request until the
+    """Import torch, name the socket once it listens, then fork a child per request until the
     process that started this one ends (its death signal) or stdin closes."""
     _die_with_parent()
     before = dict(os.environ)
@@ -74,7 +74,6 @@ def serve(address: str) -> None:
     signal.signal(signal.SIGCHLD, lambda *_: None)
     own_sockets = [listener, wake_read, wake_write]
     children: dict[socket.socket, int] = {}  # a launcher's connection -> its child
-    print("ready", flush=True)
     poller = select.poll()  # no descriptor of its own for a child to inherit
     for fd in (listener.fileno(), wake_read.fileno(), 0):
         poller.register(fd, select.POLLIN)
