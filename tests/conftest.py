@@ -130,29 +130,15 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return len(os.sched_getaffinity(0)) + 1 if hasattr(os, "sched_getaffinity") else 2
 
 
-TESTS = Path(__file__).resolve().parent
-UNIT_TESTS = TESTS / "unit"
-# The files that take longest (wall, benchmarks/suite_cpu.py), handed to xdist's workers
-# first (pyproject: --no-loadscope-reorder keeps this order, where xdist would put the
-# files with the most tests first): the run ends with its last file, and these started
-# last had left one worker running alone ~16 s at the end. The rest keep their order.
-SLOWEST_FIRST = (
-    "hostile/test_supervised_run.py", "plugin/test_scaffold.py", "plugin/test_lowered.py",
-    "plugin/test_documented_commands.py", "plugin/test_reproductions.py",
-    "hostile/test_time_limits.py", "hostile/test_process_state.py",
-    "plugin/test_bad_input_corpus.py",
-)  # fmt: skip
+UNIT_TESTS = Path(__file__).resolve().parent / "unit"
 
 
 @pytest.hookimpl(tryfirst=True)  # ahead of -m, which deselects by marker
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every unit test is in the quick loop (``-m quick``); plugin tests are marked one by
-    one. The slowest files first."""
+    """Every unit test is in the quick loop (``-m quick``); plugin tests are marked one by one."""
     for item in items:
         if UNIT_TESTS in item.path.parents:
             item.add_marker(pytest.mark.quick)
-    rank = {TESTS / name: place for place, name in enumerate(SLOWEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path, len(rank)))  # stable: files stay whole
 
 
 @pytest.fixture
