@@ -1,5 +1,6 @@
-"""The server of ``tests/warmstart.py``: imports torch once, with one thread, and forks
-a child per request that runs what ``python ARGS`` would run.
+"""The server of ``tests/warmstart.py``: imports torch once, with one thread, and what a
+first export needs (``warmstart_imports.py``), then forks a child per request that runs
+what ``python ARGS`` would run.
 
 A child is forked only while ``/proc/self/task`` lists this process's one thread. It
 gets the caller's standard streams (passed over the socket), argv, working directory
@@ -21,6 +22,8 @@ import signal
 import socket
 import struct
 import sys
+
+from warmstart_imports import import_and_warm_up
 
 # Environment variables read when torch, its libraries or Python start: a child whose
 # value differs is started cold. The server's own OPENBLAS_NUM_THREADS is not compared.
@@ -49,11 +52,8 @@ def serve(address: str) -> None:
     # Unset while importing, to learn what the imports set it to: a test process that
     # imported torch before starting this one passes it on already set.
     os.environ.pop(INDUCTOR_CACHE, None)
-    import numpy  # noqa: F401  (torch's import reads it: imported here with one thread)
-    import torch
-    import torch._dynamo
-    import torch.export  # noqa: F401
-    import yaml  # noqa: F401
+    for warning in import_and_warm_up():  # each child would not see it again
+        print(f"warmstart: the server's imports warned: {warning}", file=sys.stderr)
 
     # What the imports put in the environment (torch: TORCHINDUCTOR_CACHE_DIR), which a
     # fresh child's own imports would put in its own.

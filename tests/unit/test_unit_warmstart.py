@@ -42,6 +42,38 @@ def test_a_warm_child_runs_code_with_the_callers_argv_cwd_env_and_status(tmp_pat
     }  # fmt: skip
 
 
+DECOMPOSED = (
+    "import json, sys, torch\n"
+    "class Net(torch.nn.Module):\n"
+    "    def forward(self, x, w):\n"
+    "        return torch.nn.functional.linear(x.flatten(1), w).sin()\n"
+    "program = torch.export.export(Net(), (torch.ones(2, 2, 2), torch.ones(3, 4)))\n"
+    "graph = str(program.run_decompositions().graph_module.code)\n"
+    "if __name__ == '__main__':\n"
+    "    print(json.dumps({'graph': graph, 'issued': sys.modules['warmstart_imports'].ISSUED,\n"
+    "        'preloaded': all(m in sys.modules for m in ('torch.export._trace', 'networkx'))}))\n"
+)
+
+
+def test_a_warm_child_decomposes_as_this_process_does_after_a_warm_up_that_warned_nothing(
+    tmp_path: Path,
+) -> None:
+    # The server imports what a first export imports and installs the decompositions'
+    # overrides once (warmstart_imports.py): the child's program is this process's.
+    (tmp_path / "decomposed.py").write_text(DECOMPOSED)
+    done = warm([str(tmp_path / "decomposed.py")])
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import decomposed  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("decomposed", None)
+    assert shown == {"graph": decomposed.graph, "issued": [], "preloaded": True}
+    assert "aten.linear" not in shown["graph"] and "aten.mm" in shown["graph"], shown["graph"]
+
+
 def test_a_script_and_a_module_run_as_main_with_their_own_path(tmp_path: Path) -> None:
     (tmp_path / "script.py").write_text(SHOW)
     done = warm([str(tmp_path / "script.py"), "0"], cwd="/")
