@@ -17,10 +17,6 @@ import childkit
 import execnet.gateway_io
 import pluginkit
 import pytest
-
-# torch cannot be imported twice into one interpreter (its C extension refuses),
-# so it is imported once, here, for every in-process run.
-import torch  # noqa: F401
 import warmstart
 from casekit import MODELS
 from childplugin import warm_workers
@@ -108,8 +104,12 @@ def pytest_configure(config: pytest.Config) -> None:
     # -n, not --dist: pyproject's addopts always name a --dist mode.
     controller = bool(config.getoption("numprocesses", None)) and not hasattr(config, "workerinput")
     if not controller:
-        # In the process running the tests: the xdist workers of the pytester runs start
-        # warm (tests/warmstart.py). Not on the controller, whose workers are this suite's.
+        # torch cannot be imported twice into one interpreter (its C extension refuses),
+        # so the process running the tests imports it once, now, for every in-process
+        # run. Not the controller, which runs no test.
+        import torch  # noqa: F401
+
+        # The xdist workers of the pytester runs start warm (tests/warmstart.py).
         execnet.gateway_io.popen_args = warm_workers.warm_popen_args(_warm_worker_prefix)
     if not hasattr(config, "workerinput"):
         # The plugin's bytecode, written once, as installing a package does: every
@@ -118,8 +118,11 @@ def pytest_configure(config: pytest.Config) -> None:
         compileall.compile_dir(Path(pytest_exportcheck.__file__).parent, quiet=1)
     if controller:
         _controller = config
-        # One warm server for the workers, started now: its imports overlap theirs.
+        # One warm server for the run, started now, and the suite's own workers forked
+        # from it once it listens: a worker then collects without importing torch, and
+        # the controller runs no test, so it imports no torch either (~3 s of CPU each).
         warmstart.share_server()
+        execnet.gateway_io.popen_args = warm_workers.warm_popen_args(warmstart.launcher)
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
