@@ -37,8 +37,8 @@ from typing import Any
 import torch
 
 from pytest_exportcheck.containment.exit_status import describe_returncode
+from pytest_exportcheck.containment.fork_server import ForkServer, can_fork
 from pytest_exportcheck.lowering import artifact_cache
-from pytest_exportcheck.lowering.fork_server import ForkServer, can_fork
 from pytest_exportcheck.lowering.fresh_child import CHILD, well_formed
 from pytest_exportcheck.lowering.fresh_kept import keep, kept_key, read_kept
 
@@ -115,9 +115,9 @@ def run_in_fresh_process(
 
 def _fresh_python(argv: list[str], output: Path) -> tuple[int | None, str, int | None]:
     """Run CHILD with ``argv`` in a Python that imported torch only: a fork of the
-    process's server (``fork_server.py``), else a new interpreter. The exit status
-    (None: killed after CHILD_SECONDS, or unknown), what it printed, and the fork
-    server's exit status where the server ended meanwhile."""
+    process's server (``containment/fork_server.py``), else a new interpreter. The exit
+    status (None: killed after CHILD_SECONDS, or unknown), what it printed, and the
+    fork server's exit status where the server ended meanwhile."""
     global _SERVER
     if can_fork():
         _SERVER = _SERVER or ForkServer(CHILD, TORCH_LOADERS)

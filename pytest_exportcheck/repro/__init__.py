@@ -10,8 +10,9 @@ finding is about in torch's own terms (``kinds.py`` picks the kind; each kind's
 when it reproduces, 0 printing "not reproduced" when not. A model given from Python
 (``check_model``, the fixture) is loaded from the pickle saved beside its script
 (``given.py``). ``script.py`` puts one
-together with its header and writes it; ``confirm.py`` runs it in a fresh interpreter,
-bounded in time and memory, and reads its outcome.
+together with its header and writes it; ``confirm.py`` runs it where torch alone is
+imported (a fork of ``containment/fork_server.py``), bounded in time and memory, and
+reads its outcome.
 
 Pure text and processes: no torch import here. May import ``spec/``, ``containment/``
 (limits, exit statuses), ``recordings/`` (atomic writes) and ``items/item_names.py``
