@@ -9,7 +9,9 @@ ran it and of the children it waited for (``RUSAGE_CHILDREN``: a child's own wai
 children included) to ``$SUITE_CPU_DIR/tests-<pid>.tsv``; run as a script it sums
 those files per test file. A warm child (``tests/warmstart.py``) is the child of its
 test process's server, not of the test: the server writes each one's CPU, as a child's
-of the test that asked for it, where ``EXPORTCHECK_TESTS_WARMSTART_CPU`` says:
+of the test that asked for it, and its pid, where ``EXPORTCHECK_TESTS_WARMSTART_CPU``
+says. The suite's own xdist workers fork from the server too: their tests are counted
+by their own lines, and the rest of their CPU (start-up, collection) is said apart.
 
     SUITE_CPU_DIR=/tmp/cpu EXPORTCHECK_TESTS_WARMSTART_CPU=/tmp/cpu/tests-warm.tsv \
         PYTHONPATH=.:benchmarks pytest -n auto -p suite_cpu
@@ -60,12 +62,21 @@ def main() -> int:
     children: Counter[str] = Counter()
     tests: Counter[str] = Counter()
     spans: dict[str, tuple[float, float]] = {}  # a test process's first start, last end
-    for table in options.folder.glob("tests-*.tsv"):
+    tables = list(options.folder.glob("tests-*.tsv"))
+    processes = {table.stem.removeprefix("tests-") for table in tables}  # their pids
+    whole: dict[str, float] = {}  # a test process's CPU, where the warm server forked it
+    in_tests: Counter[str] = Counter()  # a test process's CPU in its tests
+    for table in tables:
         for line in table.read_text().splitlines():
-            nodeid, self_cpu, child_cpu, *when = line.split("\t")
-            if when:  # a test process's own line (the warm server's have no times)
+            nodeid, self_cpu, child_cpu, *more = line.split("\t")
+            when, pid = more[:2], (more[2:] or [""])[0]
+            if pid in processes:  # a test process itself: its tests have lines of their own
+                whole[pid] = float(child_cpu)
+                continue
+            if any(when):  # a test process's own line (the warm server's have no times)
                 first, last = spans.get(table.name, (float(when[0]), float(when[1])))
                 spans[table.name] = (min(first, float(when[0])), max(last, float(when[1])))
+                in_tests[table.stem.removeprefix("tests-")] += float(self_cpu) + float(child_cpu)
             name = nodeid.split("::")[0]
             own[name] += float(self_cpu)
             children[name] += float(child_cpu)
@@ -73,6 +84,10 @@ def main() -> int:
     total = own + children
     print(f"tests {sum(tests.values())}: own {sum(own.values()):.0f} s, children "
           f"{sum(children.values()):.0f} s of CPU")  # fmt: skip
+    if whole:  # what the test processes spent outside their tests
+        outside = sum(cpu - in_tests[pid] for pid, cpu in whole.items())
+        print(f"test processes: {len(whole)}, {sum(whole.values()):.0f} s of CPU in all, "
+              f"{outside:.0f} s of it outside their tests (start-up, collection)")  # fmt: skip
     print(f"{'CPU s':>7} {'own':>6} {'kids':>6} {'tests':>5}  file")
     for name, cpu in total.most_common(options.top):
         print(f"{cpu:7.1f} {own[name]:6.1f} {children[name]:6.1f} {tests[name]:5d}  {name}")

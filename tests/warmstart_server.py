@@ -146,7 +146,7 @@ def _account(pid: int, usage: object) -> None:
     if CPU_LOG and usage is not None:
         cpu = usage.ru_utime + usage.ru_stime  # type: ignore[attr-defined]
         with open(CPU_LOG, "a") as log:
-            log.write(f"{test}\t0\t{cpu:.2f}\n")
+            log.write(f"{test}\t0\t{cpu:.2f}\t\t\t{pid}\n")
 
 
 def _reap_killed(killed: set[int]) -> None:
