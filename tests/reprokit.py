@@ -3,7 +3,7 @@
 Each script is its own ``__main__`` (``runpy``), its output and exit status kept
 apart; they share one fresh interpreter, so a test pays torch's import once for
 every script of a project rather than once per script. The plugin's own run of
-each script, in an interpreter of its own, is what the project runs assert
+each script, where torch alone is imported, is what the project runs assert
 (``repro_outcome``); these runs add the fixed model and the imports check.
 """
 

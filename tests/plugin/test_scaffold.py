@@ -335,8 +335,10 @@ def test_force_overwrites_atomically(
     assert sorted(p.name for p in target.parent.glob("*.*")) == ["mlp.yaml", "models.py"]
 
 
+@pytest.mark.usefixtures("warm_subprocesses")
 def test_command_line_entry(project: pytest.Pytester) -> None:
-    # The CLI is the point: once as a user runs it, in a fresh interpreter.
+    # The CLI is the point: once as a user runs it, `python -m`, in a process of its own
+    # (warm: torch's import is not what it tests).
     result = project.run(
         sys.executable, "-m", "pytest_exportcheck", "new", "cases/models.py:Tied",
         "--input", "2x5:int64:16", "--capture", "export", "--capture", "export-strict",
