@@ -52,6 +52,7 @@ CASE = """
     inputs: {{args: [{{shape: [2, {width}]}}]}}
     captures: [export]
     checks: [parity]
+    expect: {{parity: {{steps: 2}}}}
 """
 
 WAYS = {
