@@ -159,6 +159,9 @@ class ForkServer:
                 status = self._ended(process)
                 if attempt:
                     return Finished(None, "", server_ended=status)
+            except BaseException:  # interrupted before the pid came: a child, if forked,
+                self._abandon(process)  # dies with its server (its death signal)
+                raise
         try:
             status = self._reply(process, timeout=timeout)["status"]
         except TimeoutError:
