@@ -67,6 +67,7 @@ def main() -> int:
     whole: dict[str, float] = {}  # a test process's CPU, where the warm server forked it
     in_tests: Counter[str] = Counter()  # a test process's CPU in its tests
     for table in tables:
+        process = table.stem.removeprefix("tests-")
         for line in table.read_text().splitlines():
             nodeid, self_cpu, child_cpu, *more = line.split("\t")
             when, pid = more[:2], (more[2:] or [""])[0]
@@ -76,7 +77,7 @@ def main() -> int:
             if any(when):  # a test process's own line (the warm server's have no times)
                 first, last = spans.get(table.name, (float(when[0]), float(when[1])))
                 spans[table.name] = (min(first, float(when[0])), max(last, float(when[1])))
-                in_tests[table.stem.removeprefix("tests-")] += float(self_cpu) + float(child_cpu)
+                in_tests[process] += float(self_cpu) + float(child_cpu)
             name = nodeid.split("::")[0]
             own[name] += float(self_cpu)
             children[name] += float(child_cpu)
