@@ -17,11 +17,13 @@ import childkit
 import execnet.gateway_io
 import pluginkit
 import pytest
+import suite_bytecode
 import warmstart
 from casekit import MODELS
 from childplugin import warm_workers
 
 import pytest_exportcheck
+from pytest_exportcheck.spec.compat import dynamo_graph_capture
 
 
 class _KeepInstalledModules(_pytest.pytester.SysModulesSnapshot):
@@ -116,6 +118,7 @@ def pytest_configure(config: pytest.Config) -> None:
         # pytest run a test starts imports ~120 of its modules, and where bytecode is not
         # written (PYTHONDONTWRITEBYTECODE, as on CI's machine) each compiled them again.
         compileall.compile_dir(Path(pytest_exportcheck.__file__).parent, quiet=1)
+        suite_bytecode.write_helper_bytecode()
     if controller:
         _controller = config
         # One warm server for the run, started now, and the suite's own workers forked
@@ -123,6 +126,9 @@ def pytest_configure(config: pytest.Config) -> None:
         # the controller runs no test, so it imports no torch either (~3 s of CPU each).
         warmstart.share_server()
         execnet.gateway_io.popen_args = warm_workers.warm_popen_args(warmstart.launcher)
+        # While the server starts: each worker collects the whole suite, and would
+        # rewrite every test module's asserts where bytecode is not written.
+        suite_bytecode.write_rewritten_test_modules(config)
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
@@ -142,6 +148,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if UNIT_TESTS in item.path.parents:
             item.add_marker(pytest.mark.quick)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("needs_dynamo") and dynamo_graph_capture() is None:
+        pytest.skip(
+            "this torch has no torch._dynamo.functional_export.dynamo_graph_capture_for_export"
+        )
 
 
 @pytest.fixture
