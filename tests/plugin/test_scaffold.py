@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from pytest_exportcheck.__main__ import main
+from pytest_exportcheck.lowering import artifact_cache
 from pytest_exportcheck.spec import load_case_file
 from pytest_exportcheck.spec.compat import satisfies, torch_version
 from pytest_exportcheck.spec.load import case_schema
@@ -262,17 +263,25 @@ def test_a_failure_it_cannot_fix_is_written_as_a_scoped_xfail(
     run_cases(project).assert_outcomes(passed=9, xfailed=2)
 
 
+@pytest.mark.usefixtures("real_compiles_take_turns")
 def test_a_lowering_target_is_written_and_its_failure_recorded(
     project: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # The counter through AOTInductor fails on every torch measured (a dropped update on
     # 2.13, a refused lowering on 2.9.1: test_lowered.py): the scaffold records it as
-    # an xfail of the lowered check, and the case passes as written. Compiles twice: once
-    # in the scaffold (its confirming round loads the package it kept), once in the run.
-    status, _, err = scaffold(
-        project, capsys, "cases/models.py:Counter", "--input", "2x4", "--lower", "aoti",
-        "-o", "cases/counter.yaml",
-    )  # fmt: skip
+    # an xfail of the lowered check, and the case passes as written. Compiled once: the
+    # scaffold keeps its package where the project's run then loads it, as it does for a
+    # caller that keeps packages (by itself, in a scratch folder of its own, where its
+    # confirming round loads it: test_unit_scaffold_packages.py).
+    kept = project.path / ".pytest_cache" / "d" / artifact_cache.CACHE_NAME
+    artifact_cache.use(kept, inductor=False)
+    try:
+        status, _, err = scaffold(
+            project, capsys, "cases/models.py:Counter", "--input", "2x4", "--lower", "aoti",
+            "-o", "cases/counter.yaml",
+        )  # fmt: skip
+    finally:
+        artifact_cache.use(None)
     assert status == 0
     assert "ran the case on cpu: 5 passed, 1 xfailed; wrote 1 xfail(s), each marked REVIEW" in err
     case = yaml.safe_load((project.path / "cases" / "counter.yaml").read_text())["cases"]
@@ -281,6 +290,8 @@ def test_a_lowering_target_is_written_and_its_failure_recorded(
     assert xfail["checks"] == ["lowered-aoti"]
     assert xfail["stage"] in ("lowered-aoti", "lower")
     run_cases(project).assert_outcomes(passed=5, xfailed=1)
+    if xfail["stage"] == "lowered-aoti":  # compiled: the run's program was the scaffold's
+        assert len(list((kept / "packages").glob("*.pt2"))) == 1
 
 
 @pytest.mark.parametrize(
