@@ -42,6 +42,14 @@ script = sys.argv[1]
 sys.argv = [script]
 runpy.run_path(script, run_name="__main__")
 """
+# What a script's first torch.export.export imports (torch 2.13, ~1 s of CPU: Dynamo,
+# the export tracer, AOTAutograd, sympy through the symbolic shapes): imported once by
+# the server, not by each script. Modules only: none runs an op or starts a thread.
+FIRST_EXPORT_IMPORTS = (
+    "torch._dynamo", "torch.export._trace", "torch.export._unlift",
+    "torch._functorch._aot_autograd.graph_compile", "torch._functorch.partitioners",
+    "torch._export.passes", "torch.fx.experimental.validator",
+)  # fmt: skip
 # Where there is no fork: ``python -c LAUNCH PARENT SCRIPT``, ending with PARENT.
 LAUNCH = """import ctypes, os, runpy, signal, sys
 parent, script = int(sys.argv[1]), sys.argv[2]
@@ -86,7 +94,7 @@ _SERVER: ForkServer | None = None
 
 def _forked(script: Path, limit: float, cwd: Path) -> Confirmation:
     global _SERVER
-    _SERVER = _SERVER or ForkServer(RUN_SCRIPT)
+    _SERVER = _SERVER or ForkServer(RUN_SCRIPT, FIRST_EXPORT_IMPORTS)
     with tempfile.TemporaryDirectory(prefix="exportcheck-repro-") as folder:
         out, err = Path(folder) / "stdout", Path(folder) / "stderr"
         finished = _SERVER.run([str(script)], out, limit, errors=err, cwd=cwd)

@@ -16,7 +16,8 @@ from pytest_exportcheck.repro import confirm as confirming
 # What a written script does at its end (repro/script.py): a verdict line, then exit.
 SCRIPT = """import os, sys
 print("cwd", os.getcwd(), "argv", sys.argv == [__file__], "name", __name__)
-print("imported", sorted(m for m in ("torch", "pytest", "pytest_exportcheck") if m in sys.modules))
+names = ("torch", "torch._dynamo", "pytest", "pytest_exportcheck")
+print("imported", sorted(m for m in names if m in sys.modules))
 print("warned on stderr", file=sys.stderr)
 {body}
 """
@@ -47,7 +48,7 @@ def test_a_script_that_reproduces_runs_as_main_from_the_runs_directory_with_torc
     assert done.outcome == confirming.REPRODUCED, done
     assert done.printed.splitlines() == [
         f"cwd {tmp_path} argv True name __main__",
-        "imported ['torch']",
+        "imported ['torch', 'torch._dynamo']",  # and what else a first export imports
         "reproduced: outputs differ",
         "warned on stderr",
     ]
