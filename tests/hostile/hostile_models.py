@@ -218,13 +218,7 @@ class AllocatesPastLimit(Good):
         return self.lin(x)
 
 
-class Parameterless(nn.Module):
-    """For the supervised runs whose model stops in eager: no ``nn.Linear``, whose
-    initialization imports Dynamo (~1.2 s of CPU in each cold run) that such a run never
-    needs."""
-
-
-class EndsProcess(Parameterless):
+class EndsProcess(Good):
     """Ends or replaces the process where no Python code runs after it: ``posix._exit``,
     libc's ``exit()`` through ctypes, ``os.execv``; each with exit status 0."""
 
@@ -243,7 +237,7 @@ class EndsProcess(Parameterless):
             ctypes.CDLL(None).exit(0)
         if self.how == "execv":
             os.execv("/bin/true", ["true"])
-        return x * 2
+        return self.lin(x)
 
 
 _STARTED: list = []
@@ -297,6 +291,12 @@ class NestsOutput(Good):
         for _ in range(self.depth):
             out = (out,)
         return out
+
+
+class Parameterless(nn.Module):
+    """For the supervised runs whose model stops in eager: no ``nn.Linear``, whose
+    initialization imports Dynamo (~1.2 s of CPU in each cold run) that such a run never
+    needs."""
 
 
 class ForgesEndOfRun(Parameterless):
