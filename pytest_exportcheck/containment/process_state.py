@@ -16,7 +16,6 @@ and saying it was put back::
 from __future__ import annotations
 
 import os
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -77,49 +76,18 @@ def _is_torchs(function: Any) -> bool:
     return module == "torch" or module.startswith("torch.")
 
 
-class _Unimported:
-    """What ``torch._dynamo.export`` reads as while nothing has imported Dynamo."""
-
-    def __repr__(self) -> str:
-        return "(torch._dynamo not imported yet)"
-
-
-UNIMPORTED = _Unimported()
-
-
-def _dynamo_export() -> Setting:
-    """``torch._dynamo.export``, which a model may replace, read without importing Dynamo
-    (~1.2 s of CPU): an item that ends before its capture (a model that fails or stops
-    in eager) never needs it. Where the item imported it, what to keep is the function
-    Dynamo defines."""
-
-    def read() -> Any:
-        dynamo = sys.modules.get("torch._dynamo")
-        return UNIMPORTED if dynamo is None else getattr(dynamo, "export", None)
-
-    def restore(saved: Any) -> None:
-        dynamo = sys.modules.get("torch._dynamo")
-        if dynamo is not None:  # else taken out of sys.modules: nothing to put back into
-            dynamo.export = _dynamos_own(saved)
+def _attribute(owner: Any, owner_name: str, name: str) -> Setting:
+    """A function of torch's a model may replace (``torch.export.export = ...``)."""
 
     def show(value: Any) -> str:
-        if value is UNIMPORTED:
-            return repr(value)
         return f"{getattr(value, '__module__', '?')}.{getattr(value, '__qualname__', value)}"
 
-    def torch_left_it(saved: Any, now: Any) -> bool:
-        # Imported during the item (by its capture, most often): torch's doing.
-        return saved is UNIMPORTED and now is _dynamos_own(saved)
-
-    return Setting("torch._dynamo.export", read, restore, show, torch_left_it)
-
-
-def _dynamos_own(saved: Any) -> Any:
-    if saved is not UNIMPORTED:
-        return saved
-    from torch._dynamo import eval_frame
-
-    return eval_frame.export
+    return Setting(
+        f"{owner_name}.{name}",
+        lambda: getattr(owner, name, None),
+        lambda saved: setattr(owner, name, saved),
+        show,
+    )
 
 
 def _settings() -> list[Setting]:
@@ -150,7 +118,7 @@ def _settings() -> list[Setting]:
         )
     settings += [_hooks(name) for name in sorted(vars(module)) if _is_hook_registry(name)]
     settings += [
-        _dynamo_export(),
+        _attribute(torch._dynamo, "torch._dynamo", "export"),
         Setting(
             "torch's function mode stack",
             torch_namespaces.function_modes,

@@ -293,13 +293,7 @@ class NestsOutput(Good):
         return out
 
 
-class Parameterless(nn.Module):
-    """For the supervised runs whose model stops in eager: no ``nn.Linear``, whose
-    initialization imports Dynamo (~1.2 s of CPU in each cold run) that such a run never
-    needs."""
-
-
-class ForgesEndOfRun(Parameterless):
+class ForgesEndOfRun(Good):
     """Writes the supervisor's end-of-run line (as it was, and with a status) into every
     descriptor it inherited past stdio, then ends the process with status 0."""
 
@@ -314,7 +308,7 @@ class ForgesEndOfRun(Parameterless):
         posix._exit(0)
 
 
-class ExitsZeroAtExit(Parameterless):
+class ExitsZeroAtExit(Good):
     """Fails its eager stage, having asked for the process to end with status 0 at exit
     (an atexit handler): the session ends with status 1, its process with 0."""
 
@@ -344,7 +338,7 @@ class ForksLongChild(Good):
         return self.lin(x)
 
 
-class Waits(Parameterless):
+class Waits(Good):
     """Writes its pid to ``running.pid`` and sleeps a minute, the first time it runs: a
     run to stop from outside."""
 
@@ -354,7 +348,7 @@ class Waits(Parameterless):
             with open("running.pid", "w") as file:
                 file.write(str(os.getpid()))
             time.sleep(60)
-        return x * 2
+        return self.lin(x)
 
 
 class StateDictCannotAllocate(Good):
