@@ -28,7 +28,7 @@ COUNTER = (
 )
 
 
-@pytest.mark.usefixtures("real_compiles_take_turns")
+@pytest.mark.usefixtures("real_compiles")
 def test_aoti_drops_a_buffer_update_that_inductor_keeps(project: pytest.Pytester) -> None:
     # True findings, by torch version: on 2.13 an AOTInductor package folds a buffer
     # that starts uniform into a constant, so every call sees its first value

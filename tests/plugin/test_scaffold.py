@@ -263,7 +263,7 @@ def test_a_failure_it_cannot_fix_is_written_as_a_scoped_xfail(
     run_cases(project).assert_outcomes(passed=9, xfailed=2)
 
 
-@pytest.mark.usefixtures("real_compiles_take_turns")
+@pytest.mark.usefixtures("real_compiles")
 def test_a_lowering_target_is_written_and_its_failure_recorded(
     project: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
