@@ -47,3 +47,13 @@ def start_probe(pytester: pytest.Pytester, *, threaded: bool) -> tuple[str, ...]
     source = _RECORDS_PID + (_STARTS_A_THREAD if threaded else "")
     (pytester.path / f"{START_PROBE}.py").write_text(source)
     return ("--exportcheck", "-p", "no:xdist", "-p", "no:cacheprovider", "-p", START_PROBE)
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (Linux's /proc): a zombie, ended but not yet
+    reaped by its parent, does not."""
+    try:
+        with open(f"/proc/{pid}/stat") as file:
+            return file.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

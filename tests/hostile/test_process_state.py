@@ -9,7 +9,7 @@ import signal
 import time
 
 import pytest
-from hostilekit import hostile_case, write_hostile
+from hostilekit import alive, hostile_case, write_hostile
 
 
 def changes(what: str, name: str = "changes") -> str:
@@ -158,14 +158,6 @@ def _printed_once_the_copies_ended(pytester: pytest.Pytester, result: pytest.Run
     running = re.search(r"child process\(es\) left running: (.*)", result.stdout.str())
     copies = [int(pid) for pid in re.findall(r"pid (\d+) \(", running.group(1))] if running else []
     deadline = time.monotonic() + 60
-    while any(map(_running, copies)) and time.monotonic() < deadline:
+    while any(map(alive, copies)) and time.monotonic() < deadline:
         time.sleep(0.1)
     return "\n".join((pytester.path / name).read_text() for name in ("stdout", "stderr"))
-
-
-def _running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as file:
-            return file.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import childkit
 import pytest
-from hostilekit import hostile_case, start_probe, write_hostile
+from hostilekit import alive, hostile_case, start_probe, write_hostile
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="posix, /proc")
 
@@ -203,9 +203,9 @@ def test_the_session_dies_with_a_killed_pytest(
     os.kill(process.pid, signal.SIGKILL)
     process.communicate(timeout=30)
     deadline = time.monotonic() + 10
-    while _alive(session) and time.monotonic() < deadline:
+    while alive(session) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not _alive(session)
+    assert not alive(session)
 
 
 def test_a_session_killed_by_sigkill_exits_137_naming_the_item(
@@ -222,14 +222,6 @@ def test_a_session_killed_by_sigkill_exits_137_naming_the_item(
         ]
     )
     assert "OSError" not in result.stderr.str()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as file:
-            return file.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def _kill(pid_file: Path) -> None:
