@@ -160,4 +160,6 @@ def _printed_once_the_copies_ended(pytester: pytest.Pytester, result: pytest.Run
     deadline = time.monotonic() + 60
     while any(map(alive, copies)) and time.monotonic() < deadline:
         time.sleep(0.1)
-    return "\n".join((pytester.path / name).read_text() for name in ("stdout", "stderr"))
+    return "\n".join(
+        (pytester.path / name).read_text(errors="replace") for name in ("stdout", "stderr")
+    )
