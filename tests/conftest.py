@@ -188,7 +188,7 @@ def real_compiles(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     Inductor's default cache is shared, and cold on CI's fresh machine: its first
     compile with precompiled headers built them first (~10 s of CPU), which a suite
     with two real compiles never earns back (measured on a cold cache, the scaffold's
-    and the lowered check's tests one after the other: 39.6 s of CPU with them, 28.4 s
+    and the lowered check's tests one after the other: 39.6 s of CPU with them, 29.4 s
     without; warm, no slower). Two side by side each built their own kernels; one after
     the other, the second reads the first's. What is tested is the plugin's handling of
     what torch builds, not how torch builds it. A wait is bounded: past it, the test
