@@ -27,6 +27,9 @@ from childplugin import warm_workers
 import pytest_exportcheck
 from pytest_exportcheck.spec.compat import dynamo_graph_capture
 
+# Installed modules already found so, by name: they stay for the test process's life.
+_INSTALLED: dict[str, object] = {}
+
 
 class _KeepInstalledModules(_pytest.pytester.SysModulesSnapshot):
     """In-process pytester runs drop the modules a run imported when it ends.
@@ -44,14 +47,18 @@ class _KeepInstalledModules(_pytest.pytester.SysModulesSnapshot):
             if name.startswith("pytest_exportcheck"):
                 return True
             module = sys.modules.get(name)
+            if module is not None and _INSTALLED.get(name) is module:
+                return True  # asked at the end of every in-process run, of ~4000 modules
             # A namespace package (executorch) has no __file__, only a __path__ (torch's op
             # namespaces answer any attribute: only real strings and path lists are read).
             file, path = getattr(module, "__file__", None), getattr(module, "__path__", None)
             paths = [file] if isinstance(file, str) else []
             if isinstance(path, list) or type(path).__name__ == "_NamespacePath":
                 paths += [entry for entry in path if isinstance(entry, str)]
-            installed = any("site-packages" in entry for entry in paths)
-            return installed or bool(preserve and preserve(name))
+            if any("site-packages" in entry for entry in paths):
+                _INSTALLED[name] = module
+                return True
+            return bool(preserve and preserve(name))
 
         super().__init__(preserve=keep)
 
