@@ -1,14 +1,17 @@
 """The line-tracking safe YAML loader: every key and item knows its 1-based line."""
 
 import textwrap
+from pathlib import Path
 
 import pytest
 import yaml
 
+from pytest_exportcheck.spec import yaml_lines
 from pytest_exportcheck.spec.yaml_lines import (
     DuplicateKeyError,
     LineDict,
     LineList,
+    LineLoader,
     line_of,
     load_yaml,
 )
@@ -154,3 +157,45 @@ def test_explicit_key_overrides_a_merged_key():
     document = load("base: &b {x: 1, y: 2}\nother:\n  <<: *b\n  x: 10\n")
 
     assert document["other"] == {"x": 10, "y": 2}
+
+
+# libyaml (where PyYAML has it) parses the case files; PyYAML's parser says what is wrong.
+needs_libyaml = pytest.mark.skipif(not yaml.__with_libyaml__, reason="PyYAML without libyaml")
+BUNDLED = sorted(Path(__file__).resolve().parents[2].glob("cases/**/*.yaml"))
+
+
+def _with_lines(value):
+    if isinstance(value, LineDict):
+        return value.line, value.key_lines, {k: _with_lines(v) for k, v in value.items()}
+    if isinstance(value, LineList):
+        return value.line, value.item_lines, [_with_lines(v) for v in value]
+    return value
+
+
+@needs_libyaml
+def test_libyaml_reads_every_bundled_case_file_as_the_python_parser_does():
+    assert len(BUNDLED) > 10
+    for path in BUNDLED:
+        text = path.read_text("utf-8")
+        fast = yaml.load(text, Loader=yaml_lines._FastLineLoader)
+        assert _with_lines(fast) == _with_lines(yaml.load(text, Loader=LineLoader)), path
+
+
+@needs_libyaml
+def test_a_document_libyaml_refuses_is_said_with_the_offending_line_shown():
+    with pytest.raises(yaml.YAMLError) as info:
+        load_yaml("cases:\n  a: {shape: [2, 3}\n")
+    assert "line 2" in str(info.value)
+    assert "a: {shape: [2, 3}" in str(info.value)  # the source, as libyaml does not show it
+
+
+@needs_libyaml
+def test_the_bounds_hold_on_libyaml_too():
+    bomb = "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n" + "".join(
+        f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n"
+        for p, c in zip("abcde", "bcdef")
+    )
+    with pytest.raises(yaml_lines.TooLargeError, match="alias bomb"):
+        yaml.load(bomb, Loader=yaml_lines._FastLineLoader)
+    with pytest.raises(yaml.YAMLError, match="deeper than 64 levels"):
+        load_yaml("a: " + "[" * 100 + "]" * 100 + "\n")
