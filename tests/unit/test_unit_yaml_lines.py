@@ -193,7 +193,7 @@ def test_a_document_libyaml_refuses_is_said_with_the_offending_line_shown():
 def test_the_bounds_hold_on_libyaml_too():
     bomb = "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n" + "".join(
         f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n"
-        for p, c in zip("abcde", "bcdef")
+        for p, c in zip("abcde", "bcdef", strict=True)
     )
     with pytest.raises(yaml_lines.TooLargeError, match="alias bomb"):
         yaml.load(bomb, Loader=yaml_lines._FastLineLoader)
