@@ -19,6 +19,7 @@ import childkit
 import execnet.gateway_io
 import pluginkit
 import pytest
+import remembered_metadata
 import suite_bytecode
 import warmstart
 from casekit import MODELS
@@ -120,6 +121,8 @@ def pytest_configure(config: pytest.Config) -> None:
         # run. Not the controller, which runs no test.
         import torch  # noqa: F401
 
+        # Each in-process run reads every installed package's metadata: read once.
+        remembered_metadata.install()
         # The xdist workers of the pytester runs start warm (tests/warmstart.py).
         execnet.gateway_io.popen_args = warm_workers.warm_popen_args(_warm_worker_prefix)
     if not hasattr(config, "workerinput"):
