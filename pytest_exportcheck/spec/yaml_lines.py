@@ -110,9 +110,9 @@ class LineLoader(_LineConstruction, yaml.SafeLoader):
     errors show the offending line, as libyaml's do not."""
 
 
-# libyaml parses where PyYAML has it (its wheels bundle it), ~10x faster than PyYAML's
-# parser in Python: a suite's case files are parsed by every process that collects them.
-# Its nesting stops at 1000 levels with an error, before our bounds.
+# libyaml parses where PyYAML has it (its wheels bundle it): with our constructor on top,
+# 5x faster than PyYAML's parser in Python (the bundled case files, 0.80 -> 0.17 s), paid
+# by every process that collects them. Its nesting stops at 1000 levels with an error.
 _FastLineLoader: type | None = None
 if yaml.__with_libyaml__:
 
