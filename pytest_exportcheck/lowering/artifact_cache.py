@@ -34,12 +34,14 @@ entry, renamed into place whole: a reader never sees half of one.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -164,6 +166,18 @@ def use(root: Path | None, *, inductor: bool = True) -> None:
     elif inductor and INDUCTOR_CACHE_VARIABLE not in os.environ:
         # Read by Inductor at each compile (torch/_inductor/runtime/cache_dir_utils.py).
         _variable_set = os.environ[INDUCTOR_CACHE_VARIABLE] = str(root / "inductor")
+
+
+@contextlib.contextmanager
+def kept_under(root: Path, *, inductor: bool = True) -> Iterator[PackageCache]:
+    """:func:`use` ``root`` within the block, and keep none after it, however it ends."""
+    use(root, inductor=inductor)
+    try:
+        cache = packages()
+        assert cache is not None  # use() just made it
+        yield cache
+    finally:
+        use(None)
 
 
 def packages() -> PackageCache | None:

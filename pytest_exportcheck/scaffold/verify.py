@@ -63,12 +63,11 @@ def _packages_kept_between_rounds() -> Iterator[None]:
     if artifact_cache.packages() is not None:
         yield
         return
-    with tempfile.TemporaryDirectory(prefix="exportcheck-new-") as scratch:
-        artifact_cache.use(Path(scratch), inductor=False)
-        try:
-            yield
-        finally:
-            artifact_cache.use(None)
+    with (
+        tempfile.TemporaryDirectory(prefix="exportcheck-new-") as scratch,
+        artifact_cache.kept_under(Path(scratch), inductor=False),
+    ):
+        yield
 
 
 @_packages_kept_between_rounds()

@@ -274,14 +274,11 @@ def test_a_lowering_target_is_written_and_its_failure_recorded(
     # caller that keeps packages (by itself, in a scratch folder of its own, where its
     # confirming round loads it: test_unit_scaffold_packages.py).
     kept = project.path / ".pytest_cache" / "d" / artifact_cache.CACHE_NAME
-    artifact_cache.use(kept, inductor=False)
-    try:
+    with artifact_cache.kept_under(kept, inductor=False):
         status, _, err = scaffold(
             project, capsys, "cases/models.py:Counter", "--input", "2x4", "--lower", "aoti",
             "-o", "cases/counter.yaml",
         )  # fmt: skip
-    finally:
-        artifact_cache.use(None)
     assert status == 0
     assert "ran the case on cpu: 5 passed, 1 xfailed; wrote 1 xfail(s), each marked REVIEW" in err
     case = yaml.safe_load((project.path / "cases" / "counter.yaml").read_text())["cases"]

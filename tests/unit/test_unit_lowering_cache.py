@@ -45,18 +45,13 @@ def test_a_kept_result_is_read_while_its_files_are_unchanged(tmp_path: Path) -> 
 
 
 def test_a_kept_result_that_is_garbage_is_a_miss_and_told(tmp_path: Path) -> None:
-    artifact_cache.use(tmp_path)
-    try:
-        cache = artifact_cache.packages()
-        assert cache is not None
+    with artifact_cache.kept_under(tmp_path) as cache:
         garbage = tmp_path / "garbage.pt"
         torch.save({"outputs": [1, 2], "files": {}}, garbage)  # loads, but is no result
         kept = cache.put(KEY, garbage, ".pt")
         assert read_kept(cache, KEY) is None and not kept.exists()
         assert artifact_cache.take_dropped() == [kept.name]
         assert artifact_cache.take_dropped() == []
-    finally:
-        artifact_cache.use(None)
 
 
 def test_a_file_a_load_imports_module_imports_is_part_of_the_kept_results_key(
@@ -74,8 +69,7 @@ def test_a_file_a_load_imports_module_imports_is_part_of_the_kept_results_key(
     program = torch.export.export(torch.nn.Linear(4, 2), (torch.ones(1, 4),))
     package = tmp_path / "program.pt2"
     save_program(program, package)
-    artifact_cache.use(tmp_path / "cache")
-    try:
+    with artifact_cache.kept_under(tmp_path / "cache"):
 
         def fresh(directory: str) -> FreshRun:
             (tmp_path / directory).mkdir()
@@ -92,8 +86,6 @@ def test_a_file_a_load_imports_module_imports_is_part_of_the_kept_results_key(
         broken = fresh("broken")
         assert not broken.from_cache and broken.outputs is None
         assert broken.error is not None and "RuntimeError: helper broken" in broken.error
-    finally:
-        artifact_cache.use(None)
 
 
 def test_a_compile_that_adds_to_its_settings_leaves_the_next_programs_key_alone(
@@ -120,11 +112,8 @@ def test_a_compile_that_adds_to_its_settings_leaves_the_next_programs_key_alone(
     monkeypatch.setattr(torch._inductor, "aoti_load_package", lambda path: path)
     torch.manual_seed(0)
     program = torch.export.export(torch.nn.Linear(4, 2), (torch.ones(1, 4),))
-    artifact_cache.use(tmp_path / "cache", inductor=False)
-    try:
+    with artifact_cache.kept_under(tmp_path / "cache", inductor=False):
         first = AOTInductor().lower(program, tmp_path)
         second = AOTInductor().lower(program, tmp_path)
-    finally:
-        artifact_cache.use(None)
     assert (first.from_cache, second.from_cache) == (False, True)
     assert len(compiled) == 1 and dict(SAME_RANDOM_NUMBERS) == {"fallback_random": True}

@@ -35,10 +35,6 @@ def test_a_scaffold_keeps_its_packages_in_a_scratch_folder_that_ends_with_it() -
 
 
 def test_a_caller_that_keeps_packages_keeps_its_own(tmp_path: Path) -> None:
-    artifact_cache.use(tmp_path, inductor=False)
-    try:
-        kept = artifact_cache.packages()
+    with artifact_cache.kept_under(tmp_path, inductor=False) as kept:
         assert _caches_seen_in_two_calls() == [kept, kept]
         assert artifact_cache.packages() is kept
-    finally:
-        artifact_cache.use(None)
